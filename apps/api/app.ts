@@ -1,0 +1,33 @@
+import Koa from 'koa';
+import type Router from '@koa/router';
+import './types.js';
+import type { Services } from '../../lib/services.js';
+import { Throughput } from '../../domain/system/throughput.js';
+import { errorEnvelope } from './middleware/errors.js';
+import { requestContext } from './middleware/request.js';
+import { jsonBody } from './middleware/body.js';
+import { systemRoutes } from './routes/system.js';
+import { operatorRoutes } from './routes/operators.js';
+
+export interface ApiDeps {
+  services: Services;
+  throughput: Throughput;
+}
+
+export function createApiDeps(services: Services): ApiDeps {
+  return { services, throughput: new Throughput(services.redis) };
+}
+
+export function createApp(deps: ApiDeps): Koa {
+  const app = new Koa({ proxy: true });
+  app.silent = true;
+  app.use(requestContext(deps.services.log));
+  app.use(errorEnvelope);
+  app.use(jsonBody());
+  const routers: Router[] = [systemRoutes(deps), operatorRoutes(deps)];
+  for (const router of routers) {
+    app.use(router.routes());
+    app.use(router.allowedMethods({ throw: true }));
+  }
+  return app;
+}

@@ -1,0 +1,11 @@
+import type { Logger } from '../../lib/logger.js';
+
+declare module 'koa' {
+  interface Request {
+    body?: unknown;
+  }
+  interface DefaultState {
+    requestId: string;
+    log: Logger;
+  }
+}

@@ -1,0 +1,60 @@
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import type { Config } from '../lib/config.js';
+
+export type Ch = ClickHouseClient;
+
+export function createCh(cfg: Config, database: string | null = cfg.CLICKHOUSE_DATABASE): Ch {
+  return createClient({
+    url: cfg.CLICKHOUSE_URL,
+    username: cfg.CLICKHOUSE_USER,
+    password: cfg.CLICKHOUSE_PASSWORD,
+    ...(database ? { database } : {}),
+    request_timeout: 30000,
+    compression: { request: false, response: true },
+    max_open_connections: 10,
+  });
+}
+
+/**
+ * A rendered statement. ClickHouse 18.16 has no query parameters, so `chsql` renders validated
+ * values as escaped literals; this is the only place that turns a value into SQL text.
+ */
+export class ChSql {
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text;
+  }
+}
+
+/** Marks a trusted identifier or fragment (never user input) for inclusion as-is. */
+export const raw = (text: string): ChSql => new ChSql(text);
+
+export function literal(value: unknown): string {
+  if (value instanceof ChSql) return value.text;
+  if (value === null || value === undefined) return 'NULL';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new TypeError(`cannot render ${value} as a ClickHouse literal`);
+    return String(value);
+  }
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'boolean') return value ? '1' : '0';
+  if (value instanceof Date) return `toDateTime(${Math.floor(value.getTime() / 1000)}, 'UTC')`;
+  if (Array.isArray(value)) return `[${value.map(literal).join(', ')}]`;
+  if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  throw new TypeError(`cannot render a ${typeof value} as a ClickHouse literal`);
+}
+
+export function chsql(strings: TemplateStringsArray, ...values: unknown[]): ChSql {
+  let text = strings[0] ?? '';
+  for (let i = 0; i < values.length; i++) text += literal(values[i]) + (strings[i + 1] ?? '');
+  return new ChSql(text);
+}
+
+export async function chRows<T>(ch: Ch, statement: ChSql): Promise<T[]> {
+  const result = await ch.query({ query: statement.text, format: 'JSONEachRow' });
+  return (await result.json()) as T[];
+}
+
+export async function chExec(ch: Ch, statement: ChSql | string): Promise<void> {
+  await ch.command({ query: typeof statement === 'string' ? statement : statement.text });
+}

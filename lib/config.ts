@@ -1,0 +1,122 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { z } from 'zod';
+import { repoPath } from './paths.js';
+
+const base64Key = (bytes: number) =>
+  z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === bytes, `a base64 string encoding exactly ${bytes} bytes`);
+
+const port = z.coerce.number().int().min(1).max(65535);
+
+const bool = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((v) => v === 'true' || v === '1');
+
+export const configSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8080'),
+  API_HOST: z.string().min(1).default('127.0.0.1'),
+  API_PORT: port.default(3000),
+  EDGE_HOST: z.string().min(1).default('127.0.0.1'),
+  EDGE_PORT: port.default(3001),
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }),
+  CLICKHOUSE_URL: z.url({ protocol: /^https?$/ }),
+  CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a plain identifier').default('venue'),
+  CLICKHOUSE_USER: z.string().default('default'),
+  CLICKHOUSE_PASSWORD: z.string().default(''),
+  KAFKA_BROKERS: z
+    .string()
+    .regex(/^[^,\s:]+:\d+(,[^,\s:]+:\d+)*$/, 'comma-separated host:port pairs')
+    .transform((v) => v.split(',')),
+  KAFKA_CLIENT_ID: z.string().min(1).default('venue-telemetry'),
+  KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, ".", "_" or "-"').default('venue'),
+  KAFKA_PARTITIONS: z.coerce.number().int().min(1).max(256).default(6),
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }),
+  ADMIN_SECRET: z.string().min(16, 'at least 16 characters'),
+  SECRETS_KEY: base64Key(32),
+  SECRETS_KEY_ID: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a short key id such as k1').default('k1'),
+  SECRETS_PREVIOUS_KEYS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const keys: Record<string, Buffer> = {};
+      for (const pair of v.split(',').filter(Boolean)) {
+        const [id, key] = pair.split(':');
+        const buf = key ? Buffer.from(key, 'base64') : Buffer.alloc(0);
+        if (!id || buf.length !== 32) {
+          ctx.addIssue({ code: 'custom', message: 'comma-separated id:base64key pairs, each key 32 bytes' });
+          return z.NEVER;
+        }
+        keys[id] = buf;
+      }
+      return keys;
+    }),
+  PSEUDONYM_KEY: z.string().min(32, 'at least 32 characters'),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).default(15000),
+  PIPELINE_BATCH_ROWS: z.coerce.number().int().min(1).default(50000),
+  PIPELINE_BATCH_MS: z.coerce.number().int().min(10).default(1000),
+  RATE_LIMITS_ENABLED: bool.default(true),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super('invalid configuration:\n' + problems.map((p) => '  ' + p).join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses KEY=value lines; quotes are optional, `#` starts a comment line. */
+export function parseDotenv(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const eq = line.indexOf('=');
+    if (eq <= 0) continue;
+    let value = line.slice(eq + 1).trim();
+    if (/^(['"]).*\1$/.test(value)) value = value.slice(1, -1);
+    out[line.slice(0, eq).trim()] = value;
+  }
+  return out;
+}
+
+/** Validates an environment; one line per bad variable, naming it and what was expected. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const result = configSchema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const name = String(issue.path[0] ?? '?');
+    const given = env[name];
+    const expected = given === undefined || given === '' ? 'required but not set' : issue.message;
+    return `${name}: ${expected}`;
+  });
+  throw new ConfigError(problems);
+}
+
+let cached: Config | undefined;
+
+/** The process's configuration: `.env` at the repo root under the real environment (which wins). */
+export function config(): Config {
+  if (cached) return cached;
+  const file = repoPath('.env');
+  const fromFile = existsSync(file) ? parseDotenv(readFileSync(file, 'utf8')) : {};
+  cached = loadConfig({ ...fromFile, ...process.env });
+  return cached;
+}
+
+/** For entry points: validate once at start-up, print the problems and exit 1 if any. */
+export function configOrExit(): Config {
+  try {
+    return config();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(err.message + '\n');
+      process.exit(1);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,47 @@
+import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Logger } from '../lib/logger.js';
+
+export interface ConsumerSpec {
+  groupId: string;
+  topic: string;
+  fromBeginning?: boolean;
+  /** Processes one fetched batch; offsets are committed only for what it resolves. */
+  eachBatch: (payload: EachBatchPayload) => Promise<void>;
+}
+
+export interface RunningConsumer {
+  consumer: Consumer;
+  /** Stops fetching, lets the batch in hand finish and commit, then leaves the group. */
+  stop(): Promise<void>;
+}
+
+/** Starts one consumer-group member with manual offset control. */
+export async function runConsumer(kafka: Kafka, log: Logger, spec: ConsumerSpec): Promise<RunningConsumer> {
+  const consumer = kafka.consumer({
+    groupId: spec.groupId,
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3_000,
+    maxBytesPerPartition: 4 * 1024 * 1024,
+    maxWaitTimeInMs: 250,
+    retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
+  });
+  const clog = log.child({ group: spec.groupId, topic: spec.topic });
+  consumer.on(consumer.events.GROUP_JOIN, (e) => clog.info({ assignment: e.payload.memberAssignment }, 'joined group'));
+  consumer.on(consumer.events.CRASH, (e) => clog.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed'));
+  await consumer.connect();
+  await consumer.subscribe({ topic: spec.topic, fromBeginning: spec.fromBeginning ?? true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: 1,
+    eachBatch: spec.eachBatch,
+  });
+  return {
+    consumer,
+    async stop() {
+      await consumer.stop();
+      await consumer.disconnect();
+      clog.info('consumer stopped');
+    },
+  };
+}

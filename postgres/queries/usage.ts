@@ -1,0 +1,51 @@
+import { exec, one, sql, transaction, type Db, type Queryable } from '../client.js';
+
+export type UsageCounter = 'api_calls' | 'mcp_queries';
+
+export interface UsageRow {
+  api_calls: number;
+  mcp_queries: number;
+  ingest_events: number;
+  ingest_dropped: number;
+}
+
+/** Adds to one counter and returns the new value, atomically. */
+export async function addUsage(db: Queryable, operatorId: string, periodStart: Date, counter: UsageCounter, n: number): Promise<number> {
+  // The column name comes from a closed union, never from input.
+  const column = counter === 'api_calls' ? 'api_calls' : 'mcp_queries';
+  const stmt = sql`INSERT INTO usage_counters (operator_id, period_start, COLUMN) VALUES (${operatorId}, ${periodStart}, ${n})
+    ON CONFLICT (operator_id, period_start) DO UPDATE SET COLUMN = usage_counters.COLUMN + EXCLUDED.COLUMN
+    RETURNING COLUMN AS value`;
+  const row = await one<{ value: number }>(db, { ...stmt, text: stmt.text.replaceAll('COLUMN', column) });
+  return row!.value;
+}
+
+/**
+ * Reserves up to `requested` ingest events under `cap` (null = no cap); the row lock makes
+ * concurrent requests queue, so nothing is ever granted past the cap. Returns how many were granted.
+ */
+export async function reserveIngest(db: Db, operatorId: string, periodStart: Date, requested: number, cap: number | null): Promise<number> {
+  return transaction(db, async (tx) => {
+    await exec(tx, sql`INSERT INTO usage_counters (operator_id, period_start) VALUES (${operatorId}, ${periodStart}) ON CONFLICT DO NOTHING`);
+    const current = await one<{ ingest_events: number }>(
+      tx,
+      sql`SELECT ingest_events FROM usage_counters WHERE operator_id = ${operatorId} AND period_start = ${periodStart} FOR UPDATE`,
+    );
+    const granted = cap === null ? requested : Math.max(0, Math.min(requested, cap - current!.ingest_events));
+    await exec(
+      tx,
+      sql`UPDATE usage_counters SET ingest_events = ingest_events + ${granted}, ingest_dropped = ingest_dropped + ${requested - granted}
+           WHERE operator_id = ${operatorId} AND period_start = ${periodStart}`,
+    );
+    return granted;
+  });
+}
+
+export async function usageFor(db: Queryable, operatorId: string, periodStart: Date): Promise<UsageRow> {
+  return (
+    (await one<UsageRow>(
+      db,
+      sql`SELECT api_calls, mcp_queries, ingest_events, ingest_dropped FROM usage_counters WHERE operator_id = ${operatorId} AND period_start = ${periodStart}`,
+    )) ?? { api_calls: 0, mcp_queries: 0, ingest_events: 0, ingest_dropped: 0 }
+  );
+}

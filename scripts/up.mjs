@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// `npm run up`: provisions and starts the local stack, migrates, then runs api, edge and pipeline
+// in the foreground with interleaved, readable logs. Ctrl-C stops the three processes cleanly;
+// the engines keep running until `npm run down`.
+import { spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureNodeModules, build } from './lib/deps.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+ensureNodeModules(root);
+const { up } = await import('./stack.mjs');
+const { env } = await up();
+build(root);
+
+const migrate = spawnSync(process.execPath, [join(root, 'dist/scripts/migrate.js')], { cwd: root, stdio: 'inherit' });
+if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+
+const { prettyFactory } = (await import('pino-pretty')).default;
+const pretty = prettyFactory({ colorize: process.stdout.isTTY, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,service' });
+const colors = { api: 36, edge: 35, pipeline: 33 };
+const procs = new Map();
+
+function start(name, entry) {
+  const child = spawn(process.execPath, ['--enable-source-maps', join(root, entry)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const tag = process.stdout.isTTY ? `\x1b[${colors[name]}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8);
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      let out = line;
+      if (line.startsWith('{')) {
+        try {
+          out = pretty(line).trimEnd();
+        } catch {
+          /* not a log line: print as is */
+        }
+      }
+      process.stdout.write(`${tag} ${out}\n`);
+    });
+  }
+  child.on('exit', (code, signal) => {
+    procs.delete(name);
+    process.stdout.write(`${tag} exited (${signal ?? code})\n`);
+    if (!stopping) shutdown(code ?? 1);
+    else if (procs.size === 0) process.exit(0);
+  });
+  procs.set(name, child);
+}
+
+let stopping = false;
+function shutdown(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  for (const child of procs.values()) child.kill('SIGTERM');
+  setTimeout(() => process.exit(code), 20_000).unref();
+  if (procs.size === 0) process.exit(code);
+}
+process.on('SIGINT', () => shutdown(0));
+process.on('SIGTERM', () => shutdown(0));
+
+start('api', 'dist/apps/api/main.js');
+start('edge', 'dist/apps/edge/main.js');
+start('pipeline', 'dist/pipeline/main.js');
+
+const base = env.PUBLIC_URL ?? 'http://127.0.0.1:8080';
+for (let i = 0; i < 60 && !stopping; i++) {
+  await new Promise((r) => setTimeout(r, 500));
+  const health = await fetch(`${base}/health`).then((r) => r.json()).catch(() => null);
+  if (health?.status === 'healthy') {
+    console.log(`\n  Service ready at ${base}   (WebSocket: ${base.replace(/^http/, 'ws')}/ws)`);
+    console.log(`  Admin secret: ADMIN_SECRET in ${join(root, '.env')}`);
+    console.log('  Ctrl-C stops api, edge and pipeline; `npm run down` stops the engines.\n');
+    break;
+  }
+}

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi, type RunningApi } from '../support/env.js';
+import { request } from '../support/http.js';
+
+let api: RunningApi;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(async () => {
+  await api.close();
+});
+
+describe('GET /health', () => {
+  it('reports every member connected with measured latencies, without a key', async () => {
+    const { status, body } = await request(`${api.url}/health`);
+    expect(status).toBe(200);
+    expect(body.status).toBe('healthy');
+    for (const member of ['db', 'redis', 'kafka', 'clickhouse']) {
+      expect(body[member].connected, member).toBe(true);
+      expect(typeof body[member].latencyMs).toBe('number');
+      expect(body[member].latencyMs).toBeGreaterThanOrEqual(0);
+    }
+    expect(body.stats).toEqual({
+      lastEventAt: null,
+      operatorCount: expect.any(Number),
+      venueCount: expect.any(Number),
+      eventsPerMin: expect.any(Number),
+    });
+    expect(Number.isInteger(body.uptime)).toBe(true);
+  });
+
+  it('counts operators and active venues from Postgres', async () => {
+    const before = (await request(`${api.url}/health`)).body.stats;
+    const { rows } = await api.services.db.query(`INSERT INTO operators (name, email) VALUES ('h', 'h@example.com') RETURNING id`);
+    await api.services.db.query(`INSERT INTO venues (operator_id, name, timezone) VALUES ($1, 'v', 'UTC')`, [rows[0].id]);
+    const after = (await request(`${api.url}/health`)).body.stats;
+    expect(after.operatorCount).toBe(before.operatorCount + 1);
+    expect(after.venueCount).toBe(before.venueCount + 1);
+  });
+
+  it('reports Redis as disconnected (and the service degraded) when Redis is away', async () => {
+    api.services.redis.disconnect();
+    const { body } = await request(`${api.url}/health`);
+    expect(body.redis.connected).toBe(false);
+    expect(body.redis.mode).toBe('local-fallback');
+    expect(body.status).toBe('degraded');
+    await api.services.redis.connect();
+  });
+});
+
+describe('GET /api/status', () => {
+  it('has exactly the spec shape and no infrastructure internals', async () => {
+    const { status, body } = await request(`${api.url}/api/status`);
+    expect(status).toBe(200);
+    expect(Object.keys(body).sort()).toEqual(['checkedAt', 'eventsPerMin', 'status', 'uptime', 'venueCount']);
+    expect(body.status).toBe('operational');
+    expect(new Date(body.checkedAt).toISOString()).toBe(body.checkedAt);
+    expect(Number.isInteger(body.venueCount)).toBe(true);
+  });
+});
+
+describe('the error envelope', () => {
+  it('answers an unknown route with 404 NOT_FOUND in the envelope', async () => {
+    const res = await request(`${api.url}/nope`);
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: expect.stringContaining('/nope'), code: 'NOT_FOUND' });
+  });
+
+  it('answers a wrong method with 405 in the envelope', async () => {
+    const res = await request(`${api.url}/health`, { method: 'DELETE' });
+    expect(res.status).toBe(405);
+    expect(res.body.code).toBe('METHOD_NOT_ALLOWED');
+  });
+});

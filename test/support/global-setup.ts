@@ -1,0 +1,82 @@
+import { readFileSync } from 'node:fs';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { createClient } from '@clickhouse/client';
+// @ts-expect-error plain ESM script without types
+import { up } from '../../scripts/stack.mjs';
+import { loadConfig, parseDotenv } from '../../lib/config.js';
+import { repoPath } from '../../lib/paths.js';
+import { createDb } from '../../postgres/client.js';
+import { migratePostgres } from '../../postgres/migrate.js';
+import { createCh } from '../../clickhouse/client.js';
+import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
+
+const STALE_MS = 2 * 60 * 60 * 1000;
+const runId = Date.now().toString(36);
+const isStale = (id: string | undefined) => !!id && /^[0-9a-z]+$/.test(id) && Date.now() - parseInt(id, 36) > STALE_MS;
+
+/**
+ * Ensures the local stack is up (the same script as `npm run up`), then gives this run its own
+ * Postgres and ClickHouse databases and Kafka topic prefix, so runs never touch development data
+ * or each other. They are dropped at the end; leftovers of crashed runs are dropped after 2 h.
+ */
+export default async function setup(): Promise<() => Promise<void>> {
+  await up({ quiet: true });
+  const fileEnv = parseDotenv(readFileSync(repoPath('.env'), 'utf8'));
+  const base = loadConfig({ ...fileEnv, ...process.env });
+
+  const pgAdmin = new pg.Client({ connectionString: base.DATABASE_URL });
+  await pgAdmin.connect();
+  const dbBase = new URL(base.DATABASE_URL).pathname.slice(1) || 'venue';
+  const testDb = `${dbBase}_test_${runId}`;
+  const { rows } = await pgAdmin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`${dbBase}\\_test\\_%`]);
+  for (const { datname } of rows) {
+    if (isStale(datname.split('_').pop())) await pgAdmin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+  }
+  await pgAdmin.query(`CREATE DATABASE ${testDb}`);
+
+  const chTestDb = `${base.CLICKHOUSE_DATABASE}_test_${runId}`;
+  const chAdmin = createClient({ url: base.CLICKHOUSE_URL, username: base.CLICKHOUSE_USER, password: base.CLICKHOUSE_PASSWORD });
+  const chDbs = (await (await chAdmin.query({ query: 'SELECT name FROM system.databases', format: 'JSONEachRow' })).json()) as Array<{ name: string }>;
+  for (const { name } of chDbs) {
+    if (name.startsWith(`${base.CLICKHOUSE_DATABASE}_test_`) && isStale(name.split('_').pop())) {
+      await chAdmin.command({ query: `DROP DATABASE IF EXISTS ${name}` });
+    }
+  }
+
+  const kafka = new Kafka({ brokers: base.KAFKA_BROKERS, clientId: 'test-setup', logLevel: logLevel.NOTHING });
+  const kadmin = kafka.admin();
+  await kadmin.connect();
+  const staleTopics = (await kadmin.listTopics()).filter((t) => t.startsWith('test.') && isStale(t.split('.')[1]));
+  if (staleTopics.length > 0) await kadmin.deleteTopics({ topics: staleTopics }).catch(() => undefined);
+
+  const testDbUrl = new URL(base.DATABASE_URL);
+  testDbUrl.pathname = `/${testDb}`;
+  const topicPrefix = `test.${runId}`;
+  Object.assign(process.env, {
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+    DATABASE_URL: testDbUrl.toString(),
+    CLICKHOUSE_DATABASE: chTestDb,
+    KAFKA_TOPIC_PREFIX: topicPrefix,
+    KAFKA_PARTITIONS: '3',
+  });
+  const cfg = loadConfig({ ...fileEnv, ...process.env });
+  const db = createDb(cfg, 2);
+  await migratePostgres(db);
+  await db.end();
+  const ch = createCh(cfg, null);
+  await migrateClickhouse(serverExecutor(ch), chTestDb);
+  await ch.close();
+
+  return async () => {
+    if (process.env.KEEP_TEST_DATA) return;
+    await pgAdmin.query(`DROP DATABASE IF EXISTS ${testDb} WITH (FORCE)`).catch(() => undefined);
+    await pgAdmin.end();
+    await chAdmin.command({ query: `DROP DATABASE IF EXISTS ${chTestDb}` }).catch(() => undefined);
+    await chAdmin.close();
+    const mine = (await kadmin.listTopics()).filter((t) => t.startsWith(`${topicPrefix}.`));
+    if (mine.length > 0) await kadmin.deleteTopics({ topics: mine }).catch(() => undefined);
+    await kadmin.disconnect();
+  };
+}
