@@ -166,9 +166,11 @@ function cmdline(pid) {
   return t ? t.split('\0').join(' ') : '';
 }
 
-/** pid is alive and its command line contains marker (guards against pid reuse). */
+/** pid is alive and its command line contains every marker (guards against pid reuse). */
 function pidIs(pid, marker) {
-  return pidAlive(pid) && cmdline(pid).includes(marker);
+  if (!pidAlive(pid)) return false;
+  const cl = cmdline(pid);
+  return [].concat(marker).every((m) => cl.includes(m));
 }
 
 function readPid(file) {
@@ -385,17 +387,42 @@ export function ensureDotEnv() {
   return missing.map(([k]) => k);
 }
 
-function normUrl(u) {
-  return String(u).trim().replace(/\/+$/, '');
+const LOCAL_PORT_OF = { DATABASE_URL: PORTS.postgres, CLICKHOUSE_URL: PORTS.clickhouseHttp, KAFKA_BROKERS: PORTS.kafka, REDIS_URL: PORTS.redis };
+
+/** host:port endpoints named by an engine URL (KAFKA_BROKERS is a comma-separated host:port list). */
+function endpointsOf(key, value) {
+  const norm = (host, port) => {
+    const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+    return `${['localhost', '127.0.0.1', '::1'].includes(h) ? 'loopback' : h}:${port}`;
+  };
+  if (key === 'KAFKA_BROKERS') {
+    return value.split(',').map((b) => b.trim().replace(/^[a-z]+:\/\//i, '')).filter(Boolean).map((b) => {
+      const i = b.lastIndexOf(':');
+      return i > 0 ? norm(b.slice(0, i), b.slice(i + 1)) : norm(b, '9092');
+    });
+  }
+  try {
+    const u = new URL(value);
+    const def = { 'postgres:': '5432', 'postgresql:': '5432', 'redis:': '6379', 'http:': '80', 'https:': '443' }[u.protocol] || '';
+    return [norm(u.hostname, u.port || def)];
+  } catch {
+    return [value];
+  }
 }
 
-/** KEY -> { value, external } for the four engines. Only process.env can make an engine external. */
+/**
+ * KEY -> { value, external } for the four engines. Only process.env can make an engine external,
+ * and only when it names a different server: a URL that points at the local stack's own
+ * host:port (e.g. another database on 127.0.0.1:15432, or the .env values loaded into
+ * process.env by another script) keeps the engine local and managed here.
+ */
 function engineEnv() {
   const out = {};
   for (const [key, local] of Object.entries(LOCAL_URLS)) {
-    const given = process.env[key];
-    const external = !!(given && given.trim() && normUrl(given) !== normUrl(local));
-    out[key] = { value: external ? given.trim() : local, external };
+    const given = (process.env[key] || '').trim();
+    const ownServer = `loopback:${LOCAL_PORT_OF[key]}`;
+    const external = !!given && !endpointsOf(key, given).every((e) => e === ownServer);
+    out[key] = { value: given || local, external };
   }
   return out;
 }
@@ -477,7 +504,7 @@ const postgres = {
   envKey: 'DATABASE_URL',
   ports: [PORTS.postgres],
   log: F.pgLog,
-  marker: 'postgres',
+  marker: ['postgres', F.pgData],
   timeoutMs: 60_000,
   pid() { return readPid(path.join(F.pgData, 'postmaster.pid')); },
   bin(b) { return path.join(pgBinDir(), b); },
@@ -601,7 +628,7 @@ const redis = {
   envKey: 'REDIS_URL',
   ports: [PORTS.redis],
   log: F.redisLog,
-  marker: 'redis-server',
+  marker: ['redis-server', `:${PORTS.redis}`],
   timeoutMs: 60_000,
   pid() { return readPid(F.redisPid); },
   prepare() { mkdirp(D.redis); },
@@ -633,7 +660,7 @@ const clickhouse = {
   ports: [PORTS.clickhouseHttp, PORTS.clickhouseTcp],
   log: F.chLog,
   failLogs: [F.chErrLog, F.chOut, F.chLog],
-  marker: 'clickhouse-server',
+  marker: ['clickhouse-server', F.chConfig],
   timeoutMs: 60_000,
   pid() { return readPid(F.chPid); },
   prepare() {
@@ -679,7 +706,7 @@ const kafka = {
   envKey: 'KAFKA_BROKERS',
   ports: [PORTS.kafka, PORTS.kafkaController],
   log: F.kafkaOut,
-  marker: 'kafka.Kafka',
+  marker: ['kafka.Kafka', F.kafkaProps],
   timeoutMs: 90_000,
   pid() { return readPid(F.kafkaPid); },
   prepare() {
@@ -774,7 +801,7 @@ const nginx = {
   envKey: null,
   ports: [PORTS.nginx],
   log: F.nginxErr,
-  marker: 'nginx',
+  marker: ['nginx', F.nginxConf],
   timeoutMs: 60_000,
   pid() { return readPid(F.nginxPid); },
   prepare() {
