@@ -18,7 +18,7 @@ const migrate = spawnSync(process.execPath, [join(root, 'dist/scripts/migrate.js
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 
 const { prettyFactory } = (await import('pino-pretty')).default;
-const pretty = prettyFactory({ colorize: process.stdout.isTTY, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,service' });
+const pretty = prettyFactory({ colorize: process.stdout.isTTY, singleLine: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,service,name' });
 const colors = { api: 36, edge: 35, pipeline: 33 };
 const procs = new Map();
 

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import uWS from 'uWebSockets.js';
 import { configOrExit } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
-import { createKafka, topicsFor } from '../../lib/kafka.js';
+import { createKafka, ensureTopics, topicsFor } from '../../lib/kafka.js';
 import { onShutdown } from '../../lib/shutdown.js';
 import { runConsumer } from '../../pipeline/consumer.js';
 
@@ -13,8 +13,10 @@ process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejectio
 const startedAt = Date.now();
 const kafka = createKafka(cfg, log, `${cfg.KAFKA_CLIENT_ID}-edge`);
 const topics = topicsFor(cfg);
+await ensureTopics(kafka, cfg, topics);
 let tailed = 0;
 let lastMessageAt: number | null = null;
+let kafkaConnected = false;
 
 // Every edge instance must see every partition, so each one is its own consumer group and
 // starts at the topic's end: the stream is live, history comes from the REST API.
@@ -30,13 +32,21 @@ const tail = await runConsumer(kafka, log, {
   },
 });
 
+kafkaConnected = true;
+tail.consumer.on(tail.consumer.events.CRASH, () => {
+  kafkaConnected = false;
+});
+tail.consumer.on(tail.consumer.events.FETCH_START, () => {
+  kafkaConnected = true;
+});
+
 const app = uWS.App();
 app.get('/health', (res) => {
   res.cork(() => {
     res.writeHeader('Content-Type', 'application/json').end(
       JSON.stringify({
-        status: 'healthy',
-        kafka: { connected: true, topic: topics.events, messagesTailed: tailed, lastMessageAt: lastMessageAt && new Date(lastMessageAt).toISOString() },
+        status: kafkaConnected ? 'healthy' : 'degraded',
+        kafka: { connected: kafkaConnected, topic: topics.events, messagesTailed: tailed, lastMessageAt: lastMessageAt && new Date(lastMessageAt).toISOString() },
         uptime: Math.floor((Date.now() - startedAt) / 1000),
       }),
     );
