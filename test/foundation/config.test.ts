@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDotenv } from '../../lib/config.js';
 
@@ -44,5 +45,18 @@ describe('configuration', () => {
 
   it('reads .env lines with comments and quotes', () => {
     expect(parseDotenv('# c\nA=1\nB="two words"\n\nC=\'x=y\'\n')).toEqual({ A: '1', B: 'two words', C: 'x=y' });
+  });
+});
+
+describe('a process started with a bad variable', () => {
+  it('stops with exit code 1 and one line naming the variable', () => {
+    const r = spawnSync(process.execPath, ['node_modules/vite-node/vite-node.mjs', 'pipeline/main.ts'], {
+      env: { ...process.env, KAFKA_PARTITIONS: 'many' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('invalid configuration:');
+    expect(r.stderr).toMatch(/^\s+KAFKA_PARTITIONS: .+$/m);
   });
 });
