@@ -19,8 +19,23 @@ export function serverExecutor(ch: Ch): ChExecutor {
 }
 
 /**
- * Applies the ClickHouse migrations to `database`. Statements are idempotent DDL
- * (IF NOT EXISTS), so a file interrupted half-way is simply re-run.
+ * 18.16 has no `ADD COLUMN IF NOT EXISTS`. A file re-run after a crash between its ALTER and the
+ * ledger insert would fail on the existing column, so such a statement is skipped when
+ * system.columns already lists the column.
+ */
+async function columnAlreadyAdded(engine: ChExecutor, statement: string): Promise<boolean> {
+  const m = /^ALTER\s+TABLE\s+(\w+)\.(\w+)\s+ADD\s+COLUMN\s+(\w+)/i.exec(statement);
+  if (!m) return false;
+  const [, database, table, column] = m;
+  const found = await engine.query<{ n: number | string }>(
+    chsql`SELECT count() AS n FROM system.columns WHERE database = ${database} AND table = ${table} AND name = ${column}`.text,
+  );
+  return Number(found[0]?.n ?? 0) > 0;
+}
+
+/**
+ * Applies the ClickHouse migrations to `database`. Statements are idempotent DDL (IF NOT EXISTS,
+ * or an ADD COLUMN checked first), so a file interrupted half-way is simply re-run.
  */
 export async function migrateClickhouse(engine: ChExecutor, database: string, dir = CLICKHOUSE_MIGRATIONS): Promise<MigrationReport> {
   const db = raw(database);
@@ -36,7 +51,10 @@ export async function migrateClickhouse(engine: ChExecutor, database: string, di
       return new Map(done.map((r) => [Number(r.version), r.checksum]));
     },
     async apply(m) {
-      for (const statement of splitStatements(m.sql.replaceAll('{db}', database))) await engine.exec(statement);
+      for (const statement of splitStatements(m.sql.replaceAll('{db}', database))) {
+        if (await columnAlreadyAdded(engine, statement)) continue;
+        await engine.exec(statement);
+      }
       await engine.exec(
         chsql`INSERT INTO ${db}.schema_migrations (version, name, checksum, applied_at) VALUES (${m.version}, ${m.name}, ${m.checksum}, now())`.text,
       );

@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 /**
  * The event contract shared by ingest, pipeline and edge: the canonical event every accepted
- * ingest event becomes, and the Kafka topics it travels on.
+ * ingest event becomes, and the Kafka topics it travels on. Which connector sends which type, and
+ * with which payload and metrics: docs/events.md.
  */
 
 export const CONNECTOR_TYPES = ['meraki', 'aruba', 'unifi', 'mywifi', 'square', 'density', 'verkada'] as const;
@@ -29,7 +30,10 @@ export const METRIC_NAMES = ['occupancy', 'temperature', 'co2', 'humidity', 'noi
 export type MetricName = (typeof METRIC_NAMES)[number];
 
 export const canonicalEventSchema = z.object({
-  /** Assigned at ingest; unique; the sink's idempotency key. */
+  /**
+   * Assigned at ingest; unique; the sink's idempotency key. Random, except for events carrying a
+   * vendor event id (Square `event_id`): derived from it, so a vendor's re-delivery keeps its id.
+   */
   id: z.uuid(),
   operatorId: z.uuid(),
   venueId: z.uuid(),
@@ -45,7 +49,7 @@ export const canonicalEventSchema = z.object({
   /** True when the MAC had the locally-administered bit set (randomized MAC). */
   randomizedMac: z.boolean(),
   metrics: z.partialRecord(z.enum(METRIC_NAMES), z.number()),
-  /** The connector's payload with every raw MAC replaced by its pseudonym. */
+  /** The connector's documented payload fields, raw MACs and other identifiers replaced by pseudonyms, zone fields removed. */
   payload: z.record(z.string(), z.unknown()),
 });
 export type CanonicalEvent = z.infer<typeof canonicalEventSchema>;

@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type Producer, type LogEntry } from 'kafkajs';
+import { CompressionTypes, Kafka, Partitioners, logLevel, type ICustomPartitioner, type Message, type Producer, type LogEntry, type RetryOptions } from 'kafkajs';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { topicNames, type Topics } from './events.js';
@@ -53,7 +53,146 @@ export async function ensureTopics(kafka: Kafka, cfg: Config, topics: Topics = t
   }
 }
 
-/** An idempotent producer: acks from all in-sync replicas, no duplicates on retry. */
-export function createProducer(kafka: Kafka): Producer {
-  return kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+/**
+ * kafkajs's Java-compatible murmur2 partitioner (its default, named to silence its warning), with
+ * the last string key's partition remembered: an ingest batch is many messages with one key (the
+ * venue), so the key is hashed once per batch instead of once per message.
+ */
+const keyedPartitioner: ICustomPartitioner = () => {
+  const partitionOf = Partitioners.DefaultPartitioner();
+  let last: { topic: string; key: string; partitions: number; partition: number } | undefined;
+  return (args) => {
+    const { key, partition } = args.message;
+    if (typeof key !== 'string' || (partition !== undefined && partition !== null)) return partitionOf(args);
+    if (last?.key === key && last.topic === args.topic && last.partitions === args.partitionMetadata.length) return last.partition;
+    last = { topic: args.topic, key, partitions: args.partitionMetadata.length, partition: partitionOf(args) };
+    return last.partition;
+  };
+};
+
+/**
+ * An idempotent producer: acks from all in-sync replicas, no duplicates on retry. Without `retry`
+ * kafkajs retries an idempotent send forever; pass bounded retries only together with a fresh
+ * producer after a failure (see createPublisher).
+ */
+export function createProducer(kafka: Kafka, retry?: RetryOptions): Producer {
+  return kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: keyedPartitioner,
+    ...(retry ? { retry } : {}),
+  });
+}
+
+/** Thrown when the broker did not acknowledge a batch in time; nothing may be assumed written. */
+export class PublishError extends Error {
+  override readonly name = 'PublishError';
+}
+
+/**
+ * Publishes batches that must be acknowledged by all in-sync replicas before the caller answers,
+ * kept behind this small interface so the Kafka client can be swapped.
+ */
+export interface Publisher {
+  /** Resolves once every message is acknowledged (acks = all); rejects with PublishError within `deadlineMs`. */
+  publish(topic: string, messages: Message[]): Promise<void>;
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+}
+
+export interface PublisherOptions {
+  /** Upper bound on connect + send, so a dead broker fails a request in seconds. */
+  deadlineMs?: number;
+}
+
+/**
+ * A Publisher over an idempotent producer with bounded retries. After a failed or timed-out send
+ * the batch may or may not have been written, and kafkajs would reuse its sequence numbers for the
+ * next batch, which the broker could then discard as a duplicate. So the producer is retired and a
+ * fresh one (new producer id) takes over; the old one is closed once its own sends have settled.
+ */
+export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOptions = {}): Publisher {
+  const deadlineMs = opts.deadlineMs ?? 5000;
+  // Measured with 1,000-event batches on a local broker: gzip costs more CPU than it saves.
+  const compression = CompressionTypes.None;
+  const make = () => createProducer(kafka, { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 });
+  let producer = make();
+  let closed = false;
+  const ready = new WeakMap<Producer, Promise<void>>();
+  const inFlight = new Map<Producer, number>();
+  const retired = new Set<Producer>();
+
+  // One connect attempt at a time per producer; a failed attempt is retried by the next caller.
+  const connectOf = (p: Producer): Promise<void> => {
+    let attempt = ready.get(p);
+    if (!attempt) {
+      attempt = p.connect().catch((err: Error) => {
+        ready.delete(p);
+        throw err;
+      });
+      ready.set(p, attempt);
+    }
+    return attempt;
+  };
+
+  const settle = (p: Producer) => {
+    const left = (inFlight.get(p) ?? 1) - 1;
+    if (left > 0) return void inFlight.set(p, left);
+    inFlight.delete(p);
+    if (retired.delete(p)) void p.disconnect().catch(() => undefined);
+  };
+
+  const retire = (failed: Producer, err: Error) => {
+    if (failed !== producer || closed) return; // a concurrent failure already replaced it
+    log.warn({ err: err.message }, 'kafka publish failed; replacing the producer');
+    producer = make();
+    if (inFlight.has(failed)) retired.add(failed);
+    else void failed.disconnect().catch(() => undefined);
+    void connectOf(producer).catch(() => undefined);
+  };
+
+  return {
+    connect: () => (closed ? Promise.reject(new PublishError('publisher is closed')) : connectOf(producer)),
+    async publish(topic, messages) {
+      if (closed) throw new PublishError('publisher is closed');
+      const current = producer;
+      inFlight.set(current, (inFlight.get(current) ?? 0) + 1);
+      let expired = false;
+      let sending = false;
+      const work = connectOf(current).then(() => {
+        // Never send after the caller has been told the batch failed.
+        if (expired) throw new PublishError('deadline passed while connecting');
+        sending = true;
+        return current.send({ topic, messages, acks: -1, timeout: deadlineMs, compression });
+      });
+      work.then(
+        () => settle(current),
+        () => settle(current),
+      );
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          work,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => {
+              expired = true;
+              reject(new PublishError(`no acknowledgement from Kafka within ${deadlineMs} ms`));
+            }, deadlineMs);
+          }),
+        ]);
+      } catch (err) {
+        const failure = err instanceof PublishError ? err : new PublishError((err as Error).message);
+        // Only a producer that sent may have advanced sequence numbers the broker has seen.
+        if (sending) retire(current, failure);
+        throw failure;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async disconnect() {
+      closed = true;
+      await Promise.all([producer, ...retired].map((p) => p.disconnect().catch(() => undefined)));
+    },
+  };
 }

@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 /** Keys whose values never reach a log line, wherever they sit in a logged object. */
 export const REDACTED_KEYS = [
@@ -13,18 +13,22 @@ export const REDACTED_KEYS = [
   'config',
   'clientMac',
   'mac',
+  'sta_eth_mac',
+  'hashed_sta_eth_mac',
 ];
 
 const redactPaths = REDACTED_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `req.headers["${k}"]`]);
 
-export function createLogger(name: string, level = 'info'): Logger {
-  return pino({
+/** `destination` defaults to stdout; tests pass their own stream to inspect what gets logged. */
+export function createLogger(name: string, level = 'info', destination?: DestinationStream): Logger {
+  const options = {
     name,
     level,
     redact: { paths: redactPaths, censor: '[redacted]' },
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export type { Logger };

@@ -2,7 +2,7 @@ import type { Kafka, Producer, Admin } from 'kafkajs';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
-import { createKafka, createProducer, ensureTopics, topicsFor } from './kafka.js';
+import { createKafka, createProducer, createPublisher, ensureTopics, topicsFor, type Publisher } from './kafka.js';
 import { createRedis } from './redis.js';
 import { createDb, type Db } from '../postgres/client.js';
 import { createCh, type Ch } from '../clickhouse/client.js';
@@ -18,6 +18,8 @@ export interface Services {
   kafka: Kafka;
   kafkaAdmin: Admin;
   producer: Producer;
+  /** Ingest's acknowledged, deadline-bounded publishing to the events topic; connects on first use. */
+  publisher: Publisher;
   topics: Topics;
   startedAt: number;
 }
@@ -33,6 +35,7 @@ export async function createServices(cfg: Config, log: Logger, opts: { dbPoolSiz
     kafka,
     kafkaAdmin: kafka.admin(),
     producer: createProducer(kafka),
+    publisher: createPublisher(kafka, log),
     topics: topicsFor(cfg),
     startedAt: Date.now(),
   };
@@ -40,13 +43,45 @@ export async function createServices(cfg: Config, log: Logger, opts: { dbPoolSiz
   // first connect is logged, not fatal; ioredis keeps retrying in the background.
   services.redis.on('error', (err) => log.debug({ err: err.message }, 'redis error'));
   await services.redis.connect().catch((err: Error) => log.warn({ err: err.message }, 'redis unavailable at start-up'));
-  await ensureTopics(kafka, cfg, services.topics);
-  await services.kafkaAdmin.connect();
-  await services.producer.connect();
+  // Kafka being down at start-up is not fatal either: reads keep working, /health shows kafka
+  // disconnected, ingest answers 503, and the connection is retried in the background.
+  const connectKafka = async () => {
+    await ensureTopics(kafka, cfg, services.topics);
+    await services.kafkaAdmin.connect();
+    await services.producer.connect();
+  };
+  await connectKafka().catch((err: Error) => {
+    log.warn({ err: err.message }, 'kafka unavailable at start-up; retrying in the background');
+    let delay = 1000;
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const attempt = () => {
+      timer = setTimeout(() => {
+        connectKafka().then(
+          () => log.info('kafka connected'),
+          () => {
+            delay = Math.min(delay * 2, 30_000);
+            if (!stopped) attempt();
+          },
+        );
+      }, delay);
+      timer.unref();
+    };
+    stopKafkaRetries.set(services, () => {
+      stopped = true;
+      clearTimeout(timer);
+    });
+    attempt();
+  });
   return services;
 }
 
+/** Cancels the background Kafka connection attempts of a Services started without Kafka. */
+const stopKafkaRetries = new WeakMap<Services, () => void>();
+
 export async function closeServices(s: Services): Promise<void> {
+  stopKafkaRetries.get(s)?.();
+  await s.publisher.disconnect();
   await s.producer.disconnect().catch(() => undefined);
   await s.kafkaAdmin.disconnect().catch(() => undefined);
   s.redis.disconnect();

@@ -7,6 +7,10 @@ export interface ConsumerSpec {
   fromBeginning?: boolean;
   /** Processes one fetched batch; offsets are committed only for what it resolves. */
   eachBatch: (payload: EachBatchPayload) => Promise<void>;
+  /** Batches (partitions) processed at once; default 1. */
+  partitionsConsumedConcurrently?: number;
+  /** Called with the consumer before it runs, e.g. to listen to group events. */
+  onCreate?: (consumer: Consumer) => void;
 }
 
 export interface RunningConsumer {
@@ -28,12 +32,13 @@ export async function runConsumer(kafka: Kafka, log: Logger, spec: ConsumerSpec)
   const clog = log.child({ group: spec.groupId, topic: spec.topic });
   consumer.on(consumer.events.GROUP_JOIN, (e) => clog.info({ assignment: e.payload.memberAssignment }, 'joined group'));
   consumer.on(consumer.events.CRASH, (e) => clog.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed'));
+  spec.onCreate?.(consumer);
   await consumer.connect();
   await consumer.subscribe({ topic: spec.topic, fromBeginning: spec.fromBeginning ?? true });
   await consumer.run({
     autoCommit: false,
     eachBatchAutoResolve: false,
-    partitionsConsumedConcurrently: 1,
+    partitionsConsumedConcurrently: spec.partitionsConsumedConcurrently ?? 1,
     eachBatch: spec.eachBatch,
   });
   return {

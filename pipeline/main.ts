@@ -2,22 +2,32 @@ import { configOrExit } from '../lib/config.js';
 import { createLogger } from '../lib/logger.js';
 import { closeServices, createServices } from '../lib/services.js';
 import { onShutdown } from '../lib/shutdown.js';
-import { runConsumer } from './consumer.js';
-import { eventsSink } from './sink/events-sink.js';
+import { scheduleRetention } from './retention.js';
+import { runEventsSink } from './sink/events-sink.js';
 
 const cfg = configOrExit();
 const log = createLogger('pipeline', cfg.LOG_LEVEL);
 process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
 
 const services = await createServices(cfg, log, { dbPoolSize: 4 });
-const sink = await runConsumer(services.kafka, log, {
+const sink = await runEventsSink(services.kafka, {
   groupId: `${cfg.KAFKA_TOPIC_PREFIX}.sink.events`,
-  topic: services.topics.events,
-  eachBatch: eventsSink({ ch: services.ch, log }),
+  partitions: cfg.KAFKA_PARTITIONS,
+  ch: services.ch,
+  db: services.db,
+  producer: services.producer,
+  topics: services.topics,
+  log,
+  batchRows: cfg.PIPELINE_BATCH_ROWS,
+  batchMs: cfg.PIPELINE_BATCH_MS,
+  // Half the shutdown budget for the last write; the rest is replayed on restart.
+  drainMs: cfg.SHUTDOWN_TIMEOUT_MS / 2,
 });
+const retention = scheduleRetention(services.ch, log);
 log.info({ topic: services.topics.events }, 'pipeline running');
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
-  ['drain and commit sink', () => sink.stop()],
+  ['stop the retention job', () => retention.stop()],
+  ['stop fetching, write and commit what is held, leave the group', () => sink.stop()],
   ['close engines', () => closeServices(services)],
 ]);

@@ -1,4 +1,4 @@
-import { exec, one, sql, type Queryable } from '../client.js';
+import { exec, one, rows, sql, type Queryable } from '../client.js';
 import type { Plan } from '../../domain/tenants/plans.js';
 
 export interface OperatorRow {
@@ -18,16 +18,65 @@ export async function insertOperator(db: Queryable, o: { name: string; email: st
   ))!;
 }
 
-export async function insertApiKey(db: Queryable, k: { operatorId: string; hash: Buffer; prefix: string; last4: string }): Promise<void> {
-  await exec(db, sql`INSERT INTO api_keys (operator_id, key_hash, key_prefix, last4) VALUES (${k.operatorId}, ${k.hash}, ${k.prefix}, ${k.last4})`);
+/** Returns the new key's creation time (the transaction's `now()`). */
+export async function insertApiKey(db: Queryable, k: { operatorId: string; hash: Buffer; prefix: string; last4: string }): Promise<Date> {
+  const row = await one<{ created_at: Date }>(
+    db,
+    sql`INSERT INTO api_keys (operator_id, key_hash, key_prefix, last4) VALUES (${k.operatorId}, ${k.hash}, ${k.prefix}, ${k.last4})
+        RETURNING created_at`,
+  );
+  return row!.created_at;
 }
 
-/** The operator owning a live (not rotated) key. */
-export async function operatorByKeyHash(db: Queryable, hash: Buffer): Promise<OperatorRow | undefined> {
-  return one<OperatorRow>(
+export interface KeyOwnerRow {
+  id: string;
+  plan: Plan;
+  billing_anchor: Date;
+  /** Set once the key has been rotated: such a key is refused. */
+  revoked_at: Date | null;
+}
+
+/** The operator a key belongs to, live or rotated (one lookup on the unique key_hash index). */
+export async function keyOwnerByHash(db: Queryable, hash: Buffer): Promise<KeyOwnerRow | undefined> {
+  return one<KeyOwnerRow>(
     db,
-    sql`SELECT o.id, o.name, o.email, o.plan, o.billing_anchor, o.created_at
+    sql`SELECT o.id, o.plan, o.billing_anchor, k.revoked_at
           FROM api_keys k JOIN operators o ON o.id = k.operator_id
-         WHERE k.key_hash = ${hash} AND k.revoked_at IS NULL`,
+         WHERE k.key_hash = ${hash}`,
   );
+}
+
+/** Locks the operator row so concurrent key rotations or plan changes for one operator run one at a time. */
+export async function lockOperator(db: Queryable, operatorId: string): Promise<boolean> {
+  return (await exec(db, sql`SELECT 1 FROM operators WHERE id = ${operatorId} FOR UPDATE`)) === 1;
+}
+
+/** Revokes every live key of the operator; returns the revoked keys' hashes. */
+export async function revokeLiveKeys(db: Queryable, operatorId: string): Promise<Buffer[]> {
+  const revoked = await rows<{ key_hash: Buffer }>(
+    db,
+    sql`UPDATE api_keys SET revoked_at = now() WHERE operator_id = ${operatorId} AND revoked_at IS NULL RETURNING key_hash`,
+  );
+  return revoked.map((r) => r.key_hash);
+}
+
+export interface ApiKeyRow {
+  id: string;
+  key_prefix: string;
+  last4: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+/** The operator's keys, newest first (metadata only: the key itself is never stored). */
+export async function apiKeysOf(db: Queryable, operatorId: string, limit: number): Promise<ApiKeyRow[]> {
+  return rows<ApiKeyRow>(
+    db,
+    sql`SELECT id, key_prefix, last4, created_at, revoked_at FROM api_keys
+         WHERE operator_id = ${operatorId} ORDER BY created_at DESC, id LIMIT ${limit}`,
+  );
+}
+
+export async function updatePlan(db: Queryable, operatorId: string, plan: Plan): Promise<boolean> {
+  return (await exec(db, sql`UPDATE operators SET plan = ${plan}, updated_at = now() WHERE id = ${operatorId}`)) === 1;
 }

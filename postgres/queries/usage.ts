@@ -9,15 +9,28 @@ export interface UsageRow {
   ingest_dropped: number;
 }
 
-/** Adds to one counter and returns the new value, atomically. */
-export async function addUsage(db: Queryable, operatorId: string, periodStart: Date, counter: UsageCounter, n: number): Promise<number> {
+/**
+ * Adds to one counter and returns the new value, in one statement. With a `cap` the row is left
+ * alone once the counter has reached it and `undefined` comes back: the caller refuses the call,
+ * so refused calls are never counted.
+ */
+export async function addUsage(
+  db: Queryable,
+  operatorId: string,
+  periodStart: Date,
+  counter: UsageCounter,
+  n: number,
+  cap: number | null = null,
+): Promise<number | undefined> {
   // The column name comes from a closed union, never from input.
   const column = counter === 'api_calls' ? 'api_calls' : 'mcp_queries';
-  const stmt = sql`INSERT INTO usage_counters (operator_id, period_start, COLUMN) VALUES (${operatorId}, ${periodStart}, ${n})
+  const stmt = sql`INSERT INTO usage_counters (operator_id, period_start, COLUMN)
+    SELECT ${operatorId}::uuid, ${periodStart}::timestamptz, ${n}::bigint WHERE ${n} <= ${cap}::bigint OR ${cap}::bigint IS NULL
     ON CONFLICT (operator_id, period_start) DO UPDATE SET COLUMN = usage_counters.COLUMN + EXCLUDED.COLUMN
+     WHERE usage_counters.COLUMN + EXCLUDED.COLUMN <= ${cap}::bigint OR ${cap}::bigint IS NULL
     RETURNING COLUMN AS value`;
   const row = await one<{ value: number }>(db, { ...stmt, text: stmt.text.replaceAll('COLUMN', column) });
-  return row!.value;
+  return row?.value;
 }
 
 /**
@@ -39,6 +52,15 @@ export async function reserveIngest(db: Db, operatorId: string, periodStart: Dat
     );
     return granted;
   });
+}
+
+/** Gives back a reservation whose events were never published (never below zero). */
+export async function releaseIngest(db: Queryable, operatorId: string, periodStart: Date, granted: number, dropped: number): Promise<void> {
+  await exec(
+    db,
+    sql`UPDATE usage_counters SET ingest_events = GREATEST(0, ingest_events - ${granted}), ingest_dropped = GREATEST(0, ingest_dropped - ${dropped})
+         WHERE operator_id = ${operatorId} AND period_start = ${periodStart}`,
+  );
 }
 
 export async function usageFor(db: Queryable, operatorId: string, periodStart: Date): Promise<UsageRow> {

@@ -1,4 +1,5 @@
-import { one, sql, type Queryable } from '../client.js';
+import { exec, one, rows, sql, type Queryable } from '../client.js';
+import type { Plan } from '../../domain/tenants/plans.js';
 
 export interface VenueOwnership {
   id: string;
@@ -9,4 +10,137 @@ export interface VenueOwnership {
 
 export async function venueOwnership(db: Queryable, venueId: string): Promise<VenueOwnership | undefined> {
   return one<VenueOwnership>(db, sql`SELECT id, operator_id, is_active, timezone FROM venues WHERE id = ${venueId}`);
+}
+
+/** The fields a caller may set; null clears an optional one. */
+export interface VenueFields {
+  name: string;
+  timezone: string;
+  address: string | null;
+  lat: number | null;
+  lng: number | null;
+  hardware_type: string | null;
+}
+
+export interface VenueRow extends VenueFields {
+  id: string;
+  operator_id: string;
+  is_active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface VenueListRow extends VenueRow {
+  zone_count: number;
+  last_event_at: Date | null;
+}
+
+export interface CreatedVenueRow {
+  id: string;
+  name: string;
+  timezone: string;
+  is_active: boolean;
+  operator_id: string;
+  created_at: Date;
+}
+
+export interface DeletedRow {
+  id: string;
+  is_active: false;
+  deleted_at: Date;
+}
+
+/** Locks the operator row so concurrent venue creations for one operator queue behind each other. */
+export async function lockOperatorPlan(db: Queryable, operatorId: string): Promise<Plan | undefined> {
+  return (await one<{ plan: Plan }>(db, sql`SELECT plan FROM operators WHERE id = ${operatorId} FOR UPDATE`))?.plan;
+}
+
+export async function countActiveVenues(db: Queryable, operatorId: string): Promise<number> {
+  return (await one<{ n: number }>(db, sql`SELECT count(*) AS n FROM venues WHERE operator_id = ${operatorId} AND is_active`))!.n;
+}
+
+export async function insertVenue(db: Queryable, operatorId: string, v: Partial<VenueFields> & Pick<VenueFields, 'name' | 'timezone'>): Promise<CreatedVenueRow> {
+  return (await one<CreatedVenueRow>(
+    db,
+    sql`INSERT INTO venues (operator_id, name, timezone, address, lat, lng, hardware_type)
+        VALUES (${operatorId}, ${v.name}, ${v.timezone}, ${v.address ?? null}, ${v.lat ?? null}, ${v.lng ?? null}, ${v.hardware_type ?? null})
+        RETURNING id, name, timezone, is_active, operator_id, created_at`,
+  ))!;
+}
+
+export async function activeVenuePage(db: Queryable, operatorId: string, limit: number, offset: number): Promise<VenueListRow[]> {
+  return rows<VenueListRow>(
+    db,
+    sql`SELECT v.id, v.name, v.timezone, v.address, v.lat, v.lng, v.hardware_type, v.is_active, v.operator_id,
+               (SELECT count(*) FROM zones z WHERE z.venue_id = v.id AND z.is_active) AS zone_count,
+               v.last_event_at, v.created_at, v.updated_at
+          FROM venues v
+         WHERE v.operator_id = ${operatorId} AND v.is_active
+         ORDER BY v.created_at, v.id
+         LIMIT ${limit} OFFSET ${offset}`,
+  );
+}
+
+export async function activeVenueById(db: Queryable, operatorId: string, venueId: string): Promise<VenueRow | undefined> {
+  return one<VenueRow>(
+    db,
+    sql`SELECT id, name, timezone, address, lat, lng, hardware_type, is_active, operator_id, created_at, updated_at
+          FROM venues WHERE id = ${venueId} AND operator_id = ${operatorId} AND is_active`,
+  );
+}
+
+/** Sets only the fields present in `patch` (an explicit null clears an optional field). */
+export async function updateVenueFields(db: Queryable, operatorId: string, venueId: string, patch: Partial<VenueFields>): Promise<VenueRow | undefined> {
+  const has = (k: keyof VenueFields) => patch[k] !== undefined;
+  return one<VenueRow>(
+    db,
+    sql`UPDATE venues SET
+          name          = CASE WHEN ${has('name')}::boolean THEN ${patch.name ?? null}::text ELSE name END,
+          timezone      = CASE WHEN ${has('timezone')}::boolean THEN ${patch.timezone ?? null}::text ELSE timezone END,
+          address       = CASE WHEN ${has('address')}::boolean THEN ${patch.address ?? null}::text ELSE address END,
+          lat           = CASE WHEN ${has('lat')}::boolean THEN ${patch.lat ?? null}::double precision ELSE lat END,
+          lng           = CASE WHEN ${has('lng')}::boolean THEN ${patch.lng ?? null}::double precision ELSE lng END,
+          hardware_type = CASE WHEN ${has('hardware_type')}::boolean THEN ${patch.hardware_type ?? null}::text ELSE hardware_type END,
+          updated_at    = now()
+        WHERE id = ${venueId} AND operator_id = ${operatorId} AND is_active
+        RETURNING id, name, timezone, address, lat, lng, hardware_type, is_active, operator_id, created_at, updated_at`,
+  );
+}
+
+/** Soft delete: the row, its zones and integrations stay for history. */
+export async function softDeleteVenue(db: Queryable, operatorId: string, venueId: string): Promise<DeletedRow | undefined> {
+  return one<DeletedRow>(
+    db,
+    sql`UPDATE venues SET is_active = false, deleted_at = now(), updated_at = now()
+         WHERE id = ${venueId} AND operator_id = ${operatorId} AND is_active
+        RETURNING id, is_active, deleted_at`,
+  );
+}
+
+/** What the event sink needs per venue: its operator, time zone and the operator's plan (retention class). */
+export interface VenueSinkContext {
+  id: string;
+  operator_id: string;
+  timezone: string;
+  plan: Plan;
+}
+
+export async function venueSinkContexts(db: Queryable, venueIds: string[]): Promise<VenueSinkContext[]> {
+  return rows<VenueSinkContext>(
+    db,
+    sql`SELECT v.id, v.operator_id, v.timezone, o.plan
+          FROM venues v JOIN operators o ON o.id = v.operator_id
+         WHERE v.id = ANY(${venueIds}::uuid[])`,
+  );
+}
+
+/** One statement per sink batch: moves each venue's last_event_at forward, never back. */
+export async function advanceLastEventAt(db: Queryable, latest: Array<{ venueId: string; at: Date }>): Promise<number> {
+  if (latest.length === 0) return 0;
+  return exec(
+    db,
+    sql`UPDATE venues v SET last_event_at = x.at
+          FROM unnest(${latest.map((l) => l.venueId)}::uuid[], ${latest.map((l) => l.at)}::timestamptz[]) AS x(id, at)
+         WHERE v.id = x.id AND (v.last_event_at IS NULL OR v.last_event_at < x.at)`,
+  );
 }

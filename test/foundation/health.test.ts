@@ -21,7 +21,7 @@ describe('GET /health', () => {
       expect(body[member].latencyMs).toBeGreaterThanOrEqual(0);
     }
     expect(body.stats).toEqual({
-      lastEventAt: null,
+      lastEventAt: body.stats.lastEventAt === null ? null : new Date(body.stats.lastEventAt).toISOString(),
       operatorCount: expect.any(Number),
       venueCount: expect.any(Number),
       eventsPerMin: expect.any(Number),
@@ -29,13 +29,15 @@ describe('GET /health', () => {
     expect(Number.isInteger(body.uptime)).toBe(true);
   });
 
-  it('counts operators and active venues from Postgres', async () => {
+  it('counts operators and active venues, and reports the latest venue event, from Postgres', async () => {
     const before = (await request(`${api.url}/health`)).body.stats;
     const { rows } = await api.services.db.query(`INSERT INTO operators (name, email) VALUES ('h', 'h@example.com') RETURNING id`);
-    await api.services.db.query(`INSERT INTO venues (operator_id, name, timezone) VALUES ($1, 'v', 'UTC')`, [rows[0].id]);
+    const latest = new Date(Date.now() + 3_600_000);
+    await api.services.db.query(`INSERT INTO venues (operator_id, name, timezone, last_event_at) VALUES ($1, 'v', 'UTC', $2)`, [rows[0].id, latest]);
     const after = (await request(`${api.url}/health`)).body.stats;
     expect(after.operatorCount).toBe(before.operatorCount + 1);
     expect(after.venueCount).toBe(before.venueCount + 1);
+    expect(after.lastEventAt).toBe(latest.toISOString());
   });
 
   it('reports Redis as disconnected (and the service degraded) when Redis is away', async () => {

@@ -1,22 +1,47 @@
 import type { Context, Next } from 'koa';
+import pg from 'pg';
 import { z } from 'zod';
-import { AppError } from '../../../lib/errors.js';
+import { AppError, type ErrorCode } from '../../../lib/errors.js';
 import { fieldProblems } from '../../../lib/validate.js';
 
-/** Koa/router HTTP errors we translate (status → code). */
-const HTTP_CODES: Record<number, { code: AppError['code']; message: string }> = {
+/** HTTP errors thrown by koa or the router (status → code); any other 4xx becomes a plain 400. */
+const HTTP_CODES: Record<number, { code: ErrorCode; message: string }> = {
+  400: { code: 'VALIDATION_ERROR', message: 'bad request' },
   404: { code: 'NOT_FOUND', message: 'route not found' },
   405: { code: 'METHOD_NOT_ALLOWED', message: 'method not allowed on this route' },
+  413: { code: 'PAYLOAD_TOO_LARGE', message: 'request too large' },
   501: { code: 'METHOD_NOT_ALLOWED', message: 'method not implemented' },
 };
+
+/**
+ * Postgres errors that can only come from input a route failed to validate (a malformed value, a
+ * duplicate): a client error, not a 500. Logged at warn so the missing validation gets added.
+ */
+function fromPostgres(err: unknown): AppError | undefined {
+  if (!(err instanceof pg.DatabaseError) || !err.code) return undefined;
+  if (err.code.startsWith('22')) return new AppError(400, 'VALIDATION_ERROR', 'invalid input value', []);
+  if (err.code === '23505') return new AppError(409, 'CONFLICT', 'a resource with these values already exists');
+  return undefined;
+}
 
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof z.ZodError) return new AppError(400, 'VALIDATION_ERROR', 'invalid input', fieldProblems(err));
-  const status = (err as { status?: number }).status;
-  const known = status ? HTTP_CODES[status] : undefined;
-  if (known) return new AppError(status!, known.code, known.message);
-  return new AppError(500, 'INTERNAL_ERROR', 'unexpected error; retry after a short delay');
+  // http-errors (koa, the router) mark their errors with `expose`; other errors that merely carry a
+  // `status` (e.g. from an engine's HTTP client) are not the client's fault.
+  const http = typeof err === 'object' && err !== null && typeof (err as { expose?: unknown }).expose === 'boolean' ? (err as { status?: unknown; message?: string }) : undefined;
+  if (http && typeof http.status === 'number' && http.status >= 400 && http.status !== 500) {
+    const known = HTTP_CODES[http.status];
+    if (known) return new AppError(http.status, known.code, known.message);
+    if (http.status < 500) return new AppError(400, 'VALIDATION_ERROR', http.message || 'bad request');
+  }
+  return fromPostgres(err) ?? new AppError(500, 'INTERNAL_ERROR', 'unexpected error; retry after a short delay');
+}
+
+/** The methods the router knows for the matched path, for a 405's `Allow` header. */
+function allowedMethods(ctx: Context): string[] {
+  const matched = (ctx as Context & { matched?: Array<{ methods: string[] }> }).matched ?? [];
+  return [...new Set(matched.flatMap((layer) => layer.methods))];
 }
 
 /** Renders every error as the spec's envelope `{error, code, details?}`; logs only the unexpected. */
@@ -25,8 +50,13 @@ export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
     await next();
     if (ctx.status === 404 && ctx.body === undefined) throw new AppError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
   } catch (err) {
-    const appErr = toAppError(err);
+    let appErr = toAppError(err);
+    if (appErr.status === 405) {
+      const allowed = allowedMethods(ctx);
+      appErr = new AppError(405, 'METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`, { allowed }, { Allow: allowed.join(', ') });
+    }
     if (appErr.status >= 500) ctx.state.log?.error({ err }, 'request failed');
+    else if (err instanceof pg.DatabaseError) ctx.state.log?.warn({ err }, 'input reached Postgres unvalidated; validate it in the route');
     ctx.status = appErr.status;
     ctx.set(appErr.headers);
     ctx.body = appErr.toBody();

@@ -1,0 +1,258 @@
+/**
+ * `npm run bench:ingest`: drives POST /ingest with realistic 1,000-event batches from concurrent
+ * clients spread over many operators (each operator may send 100 ingest requests a minute), against
+ * a real api and pipeline on the local stack, and reports accepted events/s, request latency, the
+ * lag until rows are queryable in ClickHouse, and Kafka's own producer ceiling on this machine.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createDb } from '../postgres/client.js';
+import { migratePostgres } from '../postgres/migrate.js';
+import { createCh, chRows, chsql } from '../clickhouse/client.js';
+import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
+import { repoPath } from '../lib/paths.js';
+import { benchConfig, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '20' },
+    clients: { type: 'string', default: '8' },
+    operators: { type: 'string', default: '40' },
+    batch: { type: 'string', default: '1000' },
+    'perf-records': { type: 'string', default: '500000' },
+  },
+});
+const DURATION_S = Number(args.duration);
+const CLIENTS = Number(args.clients);
+const OPERATORS = Number(args.operators);
+const BATCH = Number(args.batch);
+
+const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { quiet: boolean }) => Promise<unknown> };
+await up({ quiet: true });
+
+const runId = Date.now().toString(36);
+const API_PORT = 3190;
+const { cfg: baseCfg } = benchConfig({});
+const dbUrl = new URL(baseCfg.DATABASE_URL);
+dbUrl.pathname = '/venue_bench';
+const { cfg, env } = benchConfig({
+  NODE_ENV: 'production',
+  LOG_LEVEL: 'warn',
+  DATABASE_URL: dbUrl.toString(),
+  CLICKHOUSE_DATABASE: 'venue_bench',
+  KAFKA_TOPIC_PREFIX: `bench.${runId}`,
+  API_PORT: String(API_PORT),
+});
+
+console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches`);
+
+// Fresh databases for the run.
+const admin = new pg.Client({ connectionString: baseCfg.DATABASE_URL });
+await admin.connect();
+await admin.query('DROP DATABASE IF EXISTS venue_bench WITH (FORCE)');
+await admin.query('CREATE DATABASE venue_bench');
+await admin.end();
+const ch = createCh(cfg, null);
+await ch.command({ query: 'DROP DATABASE IF EXISTS venue_bench' });
+const db = createDb(cfg, 2);
+await migratePostgres(db);
+await db.end();
+await migrateClickhouse(serverExecutor(ch), 'venue_bench');
+
+// Kafka's own producer, same broker, same acks, message size of a canonical event: the ceiling.
+const sampleEventBytes = 520;
+const kafkaLibs = repoPath('.stack', 'kafka', 'libs');
+const perfTopic = `bench.${runId}.perf`;
+spawnSync(process.execPath, ['-e', `
+  const { Kafka, logLevel } = require('kafkajs');
+  const a = new Kafka({ brokers: ${JSON.stringify(cfg.KAFKA_BROKERS)}, logLevel: logLevel.NOTHING }).admin();
+  a.connect().then(() => a.createTopics({ topics: [{ topic: '${perfTopic}', numPartitions: ${cfg.KAFKA_PARTITIONS} }], waitForLeaders: true })).then(() => a.disconnect());
+`], { stdio: 'inherit' });
+const perf = spawnSync(
+  'java',
+  ['-Xmx512m', '-cp', `${kafkaLibs}/*`, '-Dlog4j.configuration=file:' + repoPath('stack', 'kafka', 'log4j.properties'),
+    'org.apache.kafka.tools.ProducerPerformance', '--topic', perfTopic, '--num-records', String(args['perf-records']),
+    '--record-size', String(sampleEventBytes), '--throughput', '-1',
+    '--producer-props', `bootstrap.servers=${cfg.KAFKA_BROKERS.join(',')}`, 'acks=all', 'linger.ms=5', 'batch.size=262144', 'compression.type=none'],
+  { encoding: 'utf8' },
+);
+const perfLine = perf.stdout.trim().split('\n').filter((l) => /records sent/.test(l)).pop() ?? '';
+const kafkaCeiling = Number(/([\d.]+) records\/sec/.exec(perfLine)?.[1] ?? NaN);
+console.log(`kafka ProducerPerformance (acks=all, ${sampleEventBytes} B records): ${round(kafkaCeiling, 0)} records/s`);
+
+// The service under test.
+const cpuOf = (pid: number | undefined) => {
+  if (!pid) return 0;
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return 0;
+  }
+};
+const pidFile = (p: string) => Number(readFileSync(repoPath('.stack', p), 'utf8').trim()) || undefined;
+const api = startProcess('api', 'dist/apps/api/main.js', env);
+const pipeline = startProcess('pipeline', 'dist/pipeline/main.js', env);
+const base = `http://127.0.0.1:${API_PORT}`;
+await waitFor('api', async () => (await fetch(`${base}/health`)).ok);
+
+async function call(path: string, init: RequestInit & { key?: string } = {}) {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...(init.headers as Record<string, string>) };
+  if (init.key) headers.authorization = `Bearer ${init.key}`;
+  const res = await fetch(base + path, { ...init, headers });
+  const body = (await res.json()) as Record<string, unknown>;
+  if (res.status >= 300) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+interface Tenant {
+  key: string;
+  venueId: string;
+  body: string;
+}
+
+const mac = () => [...randomBytes(6)].map((b, i) => (i === 0 ? b & 0xfc : b).toString(16).padStart(2, '0')).join(':');
+
+/** A realistic mix: Meraki presence for most events, Density door counts and occupancy for the rest. */
+function batchFor(venueId: string, connector: 'meraki' | 'density'): string {
+  const now = Date.now();
+  const events = Array.from({ length: BATCH }, (_, i) => {
+    const timestamp = new Date(now - (BATCH - i) * 50).toISOString();
+    if (connector === 'meraki') {
+      return { type: 'device_seen', timestamp, payload: { clientMac: mac(), apMac: '00:18:0a:13:dd:b0', ssid: 'Guest WiFi', rssi: 20 + (i % 50), os: 'iOS', manufacturer: 'Apple', radio: 'WiFi' } };
+    }
+    const kind = i % 3;
+    if (kind === 2) return { type: 'occupancy', timestamp, payload: { space_id: 'spc_1', update_type: 'live', occupancy: 50 + (i % 20) } };
+    return { type: kind === 0 ? 'entry' : 'exit', timestamp, payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: kind === 0 ? 1 : -1, count: 40 + (i % 30) } };
+  });
+  return JSON.stringify({ venue_id: venueId, connector_type: connector, events });
+}
+
+const tenants: Array<Tenant & { connector: 'meraki' | 'density' }> = [];
+for (let i = 0; i < OPERATORS; i++) {
+  const op = await call('/api/operators', {
+    method: 'POST',
+    headers: { 'x-admin-key': cfg.ADMIN_SECRET },
+    body: JSON.stringify({ name: `bench ${i}`, email: `bench${i}@example.com`, plan: 'pro' }),
+  });
+  const key = op.api_key as string;
+  const venue = await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: `Venue ${i}`, timezone: 'Europe/Berlin' }) });
+  const connector = i % 4 === 3 ? 'density' : 'meraki';
+  tenants.push({ key, venueId: venue.id as string, connector, body: batchFor(venue.id as string, connector) });
+}
+
+// The probe: a separate operator sends a small batch every second and times until it is queryable.
+const probeOp = await call('/api/operators', { method: 'POST', headers: { 'x-admin-key': cfg.ADMIN_SECRET }, body: JSON.stringify({ name: 'probe', email: 'probe@example.com', plan: 'pro' }) });
+const probeVenue = await call('/api/venues', { method: 'POST', key: probeOp.api_key as string, body: JSON.stringify({ name: 'Probe', timezone: 'UTC' }) });
+
+const chBench = createCh(cfg);
+const countFor = async (venueId: string) =>
+  Number((await chRows<{ n: string }>(chBench, chsql`SELECT count() AS n FROM events WHERE venue_id = ${venueId}`))[0]?.n ?? 0);
+const countAll = async () => Number((await chRows<{ n: string }>(chBench, chsql`SELECT count() AS n FROM events`))[0]?.n ?? 0);
+
+const latencies: number[] = [];
+let accepted = 0;
+let rejected = 0;
+let failures = 0;
+const statusCounts: Record<number, number> = {};
+const cpuBefore = { api: cpuOf(api.child.pid), pipeline: cpuOf(pipeline.child.pid), kafka: cpuOf(pidFile('kafka/kafka.pid')), clickhouse: cpuOf(pidFile('clickhouse/clickhouse-server.pid')), bench: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 };
+const started = performance.now();
+const deadline = started + DURATION_S * 1000;
+let next = 0;
+
+async function client(): Promise<void> {
+  while (performance.now() < deadline) {
+    const t = tenants[next++ % tenants.length]!;
+    const t0 = performance.now();
+    const res = await fetch(`${base}/ingest`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` }, body: t.body }).catch(() => null);
+    const ms = performance.now() - t0;
+    if (!res) {
+      failures++;
+      continue;
+    }
+    statusCounts[res.status] = (statusCounts[res.status] ?? 0) + 1;
+    const body = (await res.json()) as { accepted?: number; rejected?: number };
+    if (res.status === 202) {
+      latencies.push(ms);
+      accepted += body.accepted ?? 0;
+      rejected += body.rejected ?? 0;
+    } else if (res.status === 429) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+const probeLags: number[] = [];
+async function probe(): Promise<void> {
+  while (performance.now() < deadline) {
+    const sentAt = performance.now();
+    const before = await countFor(probeVenue.id as string);
+    await call('/ingest', { method: 'POST', key: probeOp.api_key as string, body: JSON.stringify({ venue_id: probeVenue.id, connector_type: 'density', events: [{ type: 'entry', timestamp: new Date().toISOString(), payload: { direction: 1 } }] }) });
+    const acked = performance.now();
+    while ((await countFor(probeVenue.id as string)) <= before && performance.now() - acked < 30_000) await new Promise((r) => setTimeout(r, 20));
+    probeLags.push(performance.now() - acked);
+    const wait = 1000 - (performance.now() - sentAt);
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+}
+
+await Promise.all([...Array.from({ length: CLIENTS }, client), probe()]);
+const elapsedS = (performance.now() - started) / 1000;
+const loadEnded = performance.now();
+const probeEvents = probeLags.length;
+let stored = 0;
+while (performance.now() - loadEnded < 120_000) {
+  stored = await countAll();
+  if (stored >= accepted + probeEvents) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+const drainMs = performance.now() - loadEnded;
+const cpu = {
+  api: round(cpuOf(api.child.pid) - cpuBefore.api),
+  pipeline: round(cpuOf(pipeline.child.pid) - cpuBefore.pipeline),
+  kafka: round(cpuOf(pidFile('kafka/kafka.pid')) - cpuBefore.kafka),
+  clickhouse: round(cpuOf(pidFile('clickhouse/clickhouse-server.pid')) - cpuBefore.clickhouse),
+  benchClient: round(process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 - cpuBefore.bench),
+};
+
+await api.stop();
+await pipeline.stop();
+await chBench.close();
+await ch.close();
+
+latencies.sort((a, b) => a - b);
+probeLags.sort((a, b) => a - b);
+const eventsPerSec = accepted / elapsedS;
+const result = {
+  benchmark: 'ingest',
+  at: new Date().toISOString(),
+  machine: machine(),
+  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, rateLimits: cfg.RATE_LIMITS_ENABLED },
+  ingest: {
+    acceptedEvents: accepted,
+    rejectedEvents: rejected,
+    requests: latencies.length,
+    statusCounts,
+    transportFailures: failures,
+    elapsedS: round(elapsedS, 2),
+    eventsPerSec: round(eventsPerSec, 0),
+    latencyMs: { p50: round(percentile(latencies, 50)), p95: round(percentile(latencies, 95)), p99: round(percentile(latencies, 99)), max: round(latencies.at(-1) ?? NaN) },
+  },
+  queryable: {
+    storedRows: stored,
+    allStored: stored >= accepted + probeEvents,
+    drainAfterLoadMs: round(drainMs, 0),
+    probeLagMs: { samples: probeLags.length, p50: round(percentile(probeLags, 50)), p95: round(percentile(probeLags, 95)), max: round(probeLags.at(-1) ?? NaN) },
+  },
+  kafkaProducerPerformance: { recordsPerSec: round(kafkaCeiling, 0), recordSizeBytes: sampleEventBytes, acks: 'all', line: perfLine },
+  ratioToKafkaCeiling: round(eventsPerSec / kafkaCeiling, 3),
+  cpuSecondsDuringLoad: cpu,
+};
+const path = writeResult('ingest', result);
+console.log(JSON.stringify(result, null, 2));
+console.log(`\naccepted ${round(eventsPerSec, 0)} events/s (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
+  `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; written to ${path}`);
+process.exit(0);

@@ -1,0 +1,62 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { loadConfig, parseDotenv, type Config } from '../../lib/config.js';
+import { repoPath } from '../../lib/paths.js';
+
+/** The local stack's configuration, with a benchmark's own databases and topics layered on top. */
+export function benchConfig(overrides: Record<string, string>): { cfg: Config; env: Record<string, string> } {
+  const fileEnv = parseDotenv(readFileSync(repoPath('.env'), 'utf8'));
+  const env = { ...fileEnv, ...(process.env as Record<string, string>), ...overrides };
+  return { cfg: loadConfig(env), env };
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** Runs a built entry point (dist/...) with the given environment until `stop()`. */
+export function startProcess(name: string, entry: string, env: Record<string, string>): { child: ChildProcess; stop(): Promise<void> } {
+  const child = spawn(process.execPath, [repoPath(entry)], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  child.on('exit', (code) => {
+    if (code && code !== 0) process.stderr.write(`${name} exited with ${code}\n${stderr}\n`);
+  });
+  return {
+    child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} not ready within ${timeoutMs} ms`);
+}
+
+export function machine() {
+  return { cores: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', memGiB: round(totalmem() / 2 ** 30), node: process.version };
+}
+
+/** Writes `benchmarks/results/<name>.json` (latest run) and returns the path. */
+export function writeResult(name: string, data: unknown): string {
+  mkdirSync(repoPath('benchmarks', 'results'), { recursive: true });
+  const path = repoPath('benchmarks', 'results', `${name}.json`);
+  writeFileSync(path, JSON.stringify(data, null, 2) + '\n');
+  return path;
+}

@@ -1,0 +1,68 @@
+import { chRows, chsql, type Ch, type ChSql } from '../client.js';
+
+/** One row of the raw `events` table, every column present (18.16 ignores DEFAULTs for JSONEachRow). */
+export interface EventRow {
+  event_id: string;
+  operator_id: string;
+  venue_id: string;
+  zone_id: string;
+  connector_type: string;
+  event_type: string;
+  ts: number;
+  local_day: string;
+  ts_ms: number;
+  received_at: number;
+  device: string;
+  randomized_mac: number;
+  metric_names: string[];
+  metric_values: number[];
+  payload: string;
+  retention_days: number;
+  kafka_topic: string;
+  kafka_partition: number;
+  kafka_offset: string;
+}
+
+/** One INSERT of raw events (and, through the views, of every telemetry table). */
+export async function insertEvents(ch: Ch, rows: EventRow[]): Promise<void> {
+  await ch.insert({ table: 'events', values: rows, format: 'JSONEachRow' });
+}
+
+export interface StoredOffsetsQuery {
+  topic: string;
+  partitions: number[];
+  fromOffset: bigint;
+  toOffset: bigint;
+  /** Event-time bounds (epoch seconds) of the candidate rows: they prune partitions. */
+  fromTs: number;
+  toTs: number;
+}
+
+export function storedOffsetsSql(q: StoredOffsetsQuery): ChSql {
+  return chsql`SELECT kafka_partition AS partition, toString(kafka_offset) AS offset
+                 FROM events
+                WHERE ts >= toDateTime(${q.fromTs}, 'UTC') AND ts <= toDateTime(${q.toTs}, 'UTC')
+                  AND kafka_topic = ${q.topic}
+                  AND has(${q.partitions}, kafka_partition)
+                  AND kafka_offset >= ${q.fromOffset} AND kafka_offset <= ${q.toOffset}`;
+}
+
+/**
+ * Which of the candidate Kafka positions are already stored, as `partition:offset`. A row's event
+ * time does not change on replay, so the candidates' time range finds every stored copy.
+ */
+export async function storedOffsets(ch: Ch, q: StoredOffsetsQuery): Promise<Set<string>> {
+  const found = await chRows<{ partition: number; offset: string }>(ch, storedOffsetsSql(q));
+  return new Set(found.map((r) => `${r.partition}:${r.offset}`));
+}
+
+export function storedEventIdsSql(q: { ids: string[]; fromTs: number; toTs: number }): ChSql {
+  return chsql`SELECT DISTINCT toString(event_id) AS id FROM events
+                WHERE ts >= toDateTime(${q.fromTs}, 'UTC') AND ts <= toDateTime(${q.toTs}, 'UTC')
+                  AND has(${q.ids}, toString(event_id))`;
+}
+
+/** Which of the event ids are already stored; a re-delivered event keeps its event time. */
+export async function storedEventIds(ch: Ch, q: { ids: string[]; fromTs: number; toTs: number }): Promise<Set<string>> {
+  return new Set((await chRows<{ id: string }>(ch, storedEventIdsSql(q))).map((r) => r.id));
+}

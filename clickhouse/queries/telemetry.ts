@@ -1,0 +1,66 @@
+import { chRows, chsql, raw, type Ch, type ChSql } from '../client.js';
+
+export const AGGREGATIONS = ['AVG', 'MAX', 'MIN', 'SUM', 'COUNT'] as const;
+export type Aggregation = (typeof AGGREGATIONS)[number];
+
+/** Merges of the rollup states; every value leaves as Float64 (JSON numbers, never quoted 64-bit ints). */
+const AGG_EXPR: Record<Aggregation, string> = {
+  AVG: 'sumMerge(v_sum) / countMerge(v_count)',
+  SUM: 'sumMerge(v_sum)',
+  MIN: 'minMerge(v_min)',
+  MAX: 'maxMerge(v_max)',
+  COUNT: 'countMerge(v_count)',
+};
+
+/** `devices` is the distinct devices of the whole bucket whatever the aggregation: states merge exactly. */
+const valueExpr = (agg: Aggregation) => raw(`if(key = 'devices', toFloat64(uniqExactMerge(devices)), toFloat64(${AGG_EXPR[agg]}))`);
+
+interface SeriesBase {
+  operatorId: string;
+  venueId: string;
+  keys: string[];
+  agg: Aggregation;
+}
+
+/** Minute or hour rollup rows with bucket start in [fromSec, toSec), grouped into epoch-aligned buckets of bucketSec. */
+export interface EpochSeriesQuery extends SeriesBase {
+  resolution: '1m' | '1h';
+  fromSec: number;
+  toSec: number;
+  bucketSec: number;
+}
+
+/** Local-day rollup rows with day in [fromDay, toDay] (`YYYY-MM-DD`), grouped into buckets of bucketDays counted from 1970-01-01. */
+export interface DaySeriesQuery extends SeriesBase {
+  resolution: '1d';
+  fromDay: string;
+  toDay: string;
+  bucketDays: number;
+}
+
+export type SeriesQuery = EpochSeriesQuery | DaySeriesQuery;
+
+/** One bucket of one key: `t` is the bucket start, epoch seconds (1m/1h) or a day number (1d). */
+export interface SeriesRow {
+  key: string;
+  t: number;
+  value: number | null;
+}
+
+export function telemetrySeriesSql(q: SeriesQuery): ChSql {
+  const scope = chsql`operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId}) AND has(${q.keys}, key)`;
+  if (q.resolution === '1d') {
+    return chsql`SELECT key, toUInt32(intDiv(toRelativeDayNum(day), ${q.bucketDays}) * ${q.bucketDays}) AS t, ${valueExpr(q.agg)} AS value
+                   FROM telemetry_1d
+                  WHERE ${scope} AND day >= toDate(${q.fromDay}) AND day <= toDate(${q.toDay})
+                  GROUP BY key, t ORDER BY key, t`;
+  }
+  return chsql`SELECT key, toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec}) AS t, ${valueExpr(q.agg)} AS value
+                 FROM ${raw(q.resolution === '1m' ? 'telemetry_1m' : 'telemetry_1h')}
+                WHERE ${scope} AND bucket >= toDateTime(${q.fromSec}, 'UTC') AND bucket < toDateTime(${q.toSec}, 'UTC')
+                GROUP BY key, t ORDER BY key, t`;
+}
+
+export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow[]> {
+  return chRows<SeriesRow>(ch, telemetrySeriesSql(q));
+}

@@ -1,0 +1,219 @@
+import { randomUUID, type KeyObject } from 'node:crypto';
+import type { z } from 'zod';
+import type { Message } from 'kafkajs';
+import type { Db } from '../../postgres/client.js';
+import { activeZones } from '../../postgres/queries/zones.js';
+import { encodeEvent, type CanonicalEvent, type ConnectorType, type EventType } from '../../lib/events.js';
+import type { Publisher } from '../../lib/kafka.js';
+import type { Logger } from '../../lib/logger.js';
+import { unavailable } from '../../lib/errors.js';
+import type { Operator } from '../tenants/operators.js';
+import { PLAN_LIMITS } from '../tenants/plans.js';
+import { ownedVenue } from '../venues/access.js';
+import { releaseIngestEvents, reserveIngestEvents } from '../limits/quotas.js';
+import type { Throughput } from '../system/throughput.js';
+import { CONNECTORS, type Normalised } from './connectors/index.js';
+import { derivedUuid, isRandomizedMac, pseudonym, type Pseudonyms } from './pseudonyms.js';
+import { checkTimestamp } from './timestamps.js';
+
+export const MAX_EVENTS_PER_REQUEST = 1000;
+/** Seconds a client should wait before retrying a batch Kafka did not take. */
+const RETRY_AFTER_S = 5;
+
+export interface IngestDeps {
+  db: Db;
+  publisher: Publisher;
+  /** The events topic. */
+  topic: string;
+  pseudonyms: Pseudonyms;
+  throughput: Throughput;
+  log: Logger;
+}
+
+export interface IngestBatch {
+  operator: Operator;
+  venueId: string;
+  connectorType: ConnectorType;
+  /** Raw events as sent; each is validated on its own. */
+  events: unknown[];
+}
+
+export interface IngestError {
+  index: number;
+  reason: string;
+}
+
+export interface IngestResult {
+  accepted: number;
+  rejected: number;
+  errors: IngestError[];
+}
+
+interface Valid {
+  index: number;
+  type: EventType;
+  ts: number;
+  event: Normalised;
+  zoneId: string | null;
+}
+
+/**
+ * Validates a batch event by event, resolves zones, reserves the monthly quota, and publishes the
+ * accepted events as canonical events keyed by venue in one acknowledged send. Resolves only after
+ * Kafka acknowledged them all; if it cannot, nothing is reported accepted, the quota is given
+ * back and the caller gets 503 with Retry-After (resending the batch is safe).
+ */
+export async function ingestBatch(deps: IngestDeps, batch: IngestBatch, now = new Date()): Promise<IngestResult> {
+  const { operator, venueId, connectorType } = batch;
+  await ownedVenue(deps.db, operator.id, venueId);
+  const limits = PLAN_LIMITS[operator.plan];
+
+  const started = performance.now();
+  const checked = checkEvents(batch.events, connectorType, now.getTime(), { days: limits.retentionDays, plan: limits.label });
+  const checkMs = performance.now() - started;
+  const { errors } = checked;
+  let valid = await resolveZones(deps.db, venueId, checked.valid, errors);
+
+  const reservation = await reserveIngestEvents(deps.db, operator, valid.length, now);
+  if (reservation.dropped > 0) {
+    // Free plan: the events past the monthly quota are the batch's last ones.
+    const reason = `monthly ingest quota of ${limits.ingestEvents.toLocaleString('en-US')} events exceeded (${limits.label} plan)`;
+    for (const v of valid.slice(reservation.granted)) errors.push({ index: v.index, reason });
+    valid = valid.slice(0, reservation.granted);
+  }
+
+  const publishing = performance.now();
+  if (valid.length > 0) {
+    const ctx = { key: deps.pseudonyms.keyFor(operator.id), operatorId: operator.id, venueId, connectorType, receivedAt: now.getTime() };
+    const messages: Message[] = valid.map((v) => ({ key: venueId, value: encodeEvent(toCanonical(v, ctx)) }));
+    try {
+      await deps.publisher.publish(deps.topic, messages);
+    } catch (err) {
+      deps.log.warn({ err: (err as Error).message, events: valid.length }, 'ingest batch not acknowledged by Kafka');
+      // The answer stays 503 even if the release fails: the client must resend either way.
+      await releaseIngestEvents(deps.db, operator, reservation, now).catch((e: Error) =>
+        deps.log.error({ err: e.message, granted: reservation.granted }, 'could not release the ingest quota reservation'),
+      );
+      throw unavailable(
+        `the event stream did not acknowledge the batch; nothing was accepted, resend the whole batch after ${RETRY_AFTER_S} s`,
+        RETRY_AFTER_S,
+      );
+    }
+    await deps.throughput.record(valid.length);
+  }
+  deps.log.debug(
+    { accepted: valid.length, rejected: errors.length, checkMs: round(checkMs), publishMs: round(performance.now() - publishing) },
+    'ingest batch',
+  );
+  errors.sort((a, b) => a.index - b.index);
+  return { accepted: valid.length, rejected: errors.length, errors };
+}
+
+/** Checks each event on its own (synchronously, no I/O): envelope, type, timestamp, payload. */
+function checkEvents(
+  events: unknown[],
+  connectorType: ConnectorType,
+  now: number,
+  retention: { days: number; plan: string },
+): { valid: Valid[]; errors: IngestError[] } {
+  const spec = CONNECTORS[connectorType];
+  const accepts = Object.keys(spec).join(', ');
+  const valid: Valid[] = [];
+  const errors: IngestError[] = [];
+  const vendorIds = new Map<string, number>();
+  events.forEach((raw, index) => {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      errors.push({ index, reason: 'event must be an object with type, timestamp and payload' });
+      return;
+    }
+    const problems: string[] = [];
+    const { type, timestamp, payload = {} } = raw as Record<string, unknown>;
+    const eventSpec = typeof type === 'string' && Object.hasOwn(spec, type) ? spec[type as EventType] : undefined;
+    if (!eventSpec) {
+      problems.push(
+        typeof type === 'string'
+          ? `unknown event type '${type.slice(0, 64)}' for connector ${connectorType} (accepted: ${accepts})`
+          : `type is required: one of ${accepts}`,
+      );
+    }
+    const time = checkTimestamp(timestamp, now, retention);
+    if ('reason' in time) problems.push(time.reason);
+    let event: Normalised | undefined;
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) problems.push('payload must be an object');
+    else if (eventSpec) {
+      const parsed = eventSpec.payload.safeParse(payload);
+      if (parsed.success) event = parsed.data;
+      else problems.push(...parsed.error.issues.map(describeIssue));
+    }
+    if (event?.vendorId !== undefined) {
+      const first = vendorIds.get(event.vendorId);
+      if (first !== undefined) problems.push(`duplicate of event ${first} (same vendor event id)`);
+      else vendorIds.set(event.vendorId, index);
+    }
+    if (problems.length > 0 || !event || !('ts' in time)) errors.push({ index, reason: problems.join('; ') });
+    else valid.push({ index, type: type as EventType, ts: time.ts, event, zoneId: null });
+  });
+  return { valid, errors };
+}
+
+/** Zone references must name an active zone of this venue; the zones are loaded once, only if referenced. */
+async function resolveZones(db: Db, venueId: string, valid: Valid[], errors: IngestError[]): Promise<Valid[]> {
+  if (!valid.some((v) => v.event.zone)) return valid;
+  const zones = await activeZones(db, venueId);
+  const ids = new Set(zones.map((z) => z.id));
+  const bySlug = new Map(zones.map((z) => [z.slug, z.id]));
+  return valid.filter((v) => {
+    const ref = v.event.zone;
+    if (!ref) return true;
+    const zoneId = 'id' in ref ? (ids.has(ref.id) ? ref.id : undefined) : bySlug.get(ref.slug);
+    if (zoneId) v.zoneId = zoneId;
+    else errors.push({ index: v.index, reason: `payload.${'id' in ref ? `zone_id '${ref.id}'` : `zone '${ref.slug}'`} is not an active zone of this venue` });
+    return zoneId !== undefined;
+  });
+}
+
+/** The canonical event: identifiers replaced by the operator's keyed pseudonyms before it leaves this function. */
+function toCanonical(
+  v: Valid,
+  ctx: { key: KeyObject; operatorId: string; venueId: string; connectorType: ConnectorType; receivedAt: number },
+): CanonicalEvent {
+  const { device, metrics, payload, pseudonymise, vendorId } = v.event;
+  let devicePseudonym: string | null = null;
+  let randomizedMac = false;
+  if (device) {
+    devicePseudonym = 'mac' in device ? pseudonym(ctx.key, device.mac) : pseudonym(ctx.key, `${device.field}:${device.hashed}`);
+    randomizedMac = 'mac' in device && isRandomizedMac(device.mac);
+    payload[device.field] = devicePseudonym;
+  }
+  for (const field of pseudonymise ?? []) {
+    if (typeof payload[field] === 'string') payload[field] = pseudonym(ctx.key, `${field}:${payload[field]}`);
+  }
+  return {
+    id: vendorId === undefined ? randomUUID() : derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:${vendorId}`),
+    operatorId: ctx.operatorId,
+    venueId: ctx.venueId,
+    zoneId: v.zoneId,
+    connectorType: ctx.connectorType,
+    type: v.type,
+    ts: v.ts,
+    receivedAt: ctx.receivedAt,
+    device: devicePseudonym,
+    randomizedMac,
+    metrics,
+    payload,
+  };
+}
+
+/**
+ * `payload.rssi: expected number, received string`; a missing field reads `required`. Zod's
+ * messages never echo input values (they may be MACs). Formatted only on failure: a per-parse
+ * error map would slow every parse.
+ */
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const path = ['payload', ...issue.path.map(String)].join('.');
+  if (issue.code === 'invalid_type' && issue.message.endsWith('received undefined')) return `${path}: required`;
+  const message = issue.message.replace(/^Invalid input: /, '');
+  return `${path}: ${message.charAt(0).toLowerCase()}${message.slice(1)}`;
+}
+
+const round = (ms: number) => Math.round(ms * 10) / 10;

@@ -1,0 +1,50 @@
+/**
+ * Event timestamps: ISO 8601 / RFC 3339 date-times with a time zone, e.g. `2025-06-01T12:00:00Z`,
+ * `2025-06-01T14:00:00.123+02:00`. Seconds and fractions are optional; fractions beyond
+ * milliseconds are truncated. Bare dates, local times without an offset and epoch numbers are
+ * refused: their instant would be a guess.
+ */
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)$/;
+
+/** Epoch milliseconds, or undefined when `text` is not such a timestamp (including Feb 30 and 25:00). */
+export function parseTimestamp(text: string): number | undefined {
+  const m = ISO_8601.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second, offHours, offMinutes] = [m[1], m[2], m[3], m[4], m[5], m[6], m[10], m[11]].map((v) => Number(v ?? 0)) as [
+    number, number, number, number, number, number, number, number,
+  ];
+  if (hour > 23 || minute > 59 || second > 59 || offHours > 23 || offMinutes > 59) return undefined;
+  const ms = m[7] ? Number(m[7].slice(0, 3).padEnd(3, '0')) : 0;
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, ms));
+  date.setUTCFullYear(year); // Date.UTC maps years 0-99 to 1900-1999
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined;
+  const offsetMinutes = m[8] ? 0 : (m[9] === '-' ? -1 : 1) * (offHours * 60 + offMinutes);
+  return date.getTime() - offsetMinutes * 60_000;
+}
+
+export const MAX_FUTURE_MS = 5 * 60_000;
+const DAY_MS = 86_400_000;
+
+export const TIMESTAMP_HINT = 'e.g. 2025-06-01T12:00:00Z or 2025-06-01T14:00:00.250+02:00';
+
+/** Why a timestamp is refused, or its epoch ms. The window: not over 5 min ahead, not older than retention. */
+export function checkTimestamp(
+  value: unknown,
+  now: number,
+  retention: { days: number; plan: string },
+): { ts: number } | { reason: string } {
+  if (value === undefined || value === null) return { reason: `timestamp is required: an ISO 8601 date-time with a time zone (${TIMESTAMP_HINT})` };
+  if (typeof value !== 'string') {
+    const what = typeof value === 'number' ? 'an epoch number' : `a ${Array.isArray(value) ? 'array' : typeof value}`;
+    return { reason: `timestamp must be ISO 8601 (${TIMESTAMP_HINT}), not ${what}` };
+  }
+  const ts = parseTimestamp(value);
+  if (ts === undefined) {
+    return { reason: `timestamp must be ISO 8601 with a date, a time and a time zone (${TIMESTAMP_HINT})` };
+  }
+  if (ts > now + MAX_FUTURE_MS) return { reason: 'timestamp is more than 5 minutes in the future' };
+  if (ts < now - retention.days * DAY_MS) {
+    return { reason: `timestamp is older than the ${retention.days}-day retention of the ${retention.plan} plan` };
+  }
+  return { ts };
+}

@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import type { ConnectorType } from '../../lib/events.js';
+
+/**
+ * Integration config per connector type (spec: Integration). Each schema is strict (an unknown
+ * key is a 400) and lists its secret fields once, in CONNECTORS; secrets are sealed at rest and
+ * replaced by REDACTED_MARKER in every response.
+ */
+
+/** Stands in for every secret in responses; sent back on update it means "keep the stored value". */
+export const REDACTED_MARKER = '[REDACTED]';
+
+const secret = z.string().min(1).max(4096);
+const identifier = z.string().trim().min(1).max(256);
+const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).max(2048);
+
+export const merakiConfig = z.strictObject({
+  api_key: secret,
+  org_id: identifier,
+  webhook_secret: secret.optional(),
+});
+
+export const unifiConfig = z.strictObject({
+  controller_url: httpsUrl,
+  username: identifier,
+  password: secret,
+  site: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a UniFi site id: letters, digits, "_" or "-"')
+    .default('default'),
+});
+
+/** Central: OAuth API client for REST plus the streaming key (expires every 7 days); ALE: on-prem REST login. */
+export const arubaConfig = z.discriminatedUnion('mode', [
+  z.strictObject({
+    mode: z.literal('central'),
+    base_url: httpsUrl,
+    customer_id: identifier,
+    client_id: identifier,
+    client_secret: secret,
+    streaming_key: secret,
+  }),
+  z.strictObject({
+    mode: z.literal('ale'),
+    base_url: httpsUrl,
+    username: identifier,
+    password: secret,
+  }),
+]);
+
+/** API at https://<dashboard_subdomain>.mywifi.io/api/<method>, authenticated by the app secret. */
+export const mywifiConfig = z.strictObject({
+  dashboard_subdomain: z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'a DNS label: lower-case letters, digits and "-"'),
+  app_secret: secret,
+});
+
+/** The signature covers notification_url + body, so the URL Square posts to is part of the config. */
+export const squareConfig = z.strictObject({
+  location_id: identifier,
+  access_token: secret,
+  webhook_signature_key: secret,
+  notification_url: httpsUrl,
+  environment: z.enum(['production', 'sandbox']).default('production'),
+});
+
+/** Density authenticates its webhooks by a custom header the customer chooses: name and value come together. */
+export const densityConfig = z
+  .strictObject({
+    api_token: secret,
+    space_ids: z
+      .array(z.string().regex(/^spc_[A-Za-z0-9]+$/, 'a Density space id such as spc_123'))
+      .max(500)
+      .optional(),
+    webhook_header_name: z
+      .string()
+      .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'an HTTP header name')
+      .optional(),
+    webhook_header_value: secret.optional(),
+  })
+  .refine((c) => (c.webhook_header_name === undefined) === (c.webhook_header_value === undefined), {
+    message: 'webhook_header_name and webhook_header_value are set together',
+    path: ['webhook_header_value'],
+  });
+
+/** Region selects the API host (api.verkada.com, api.eu.verkada.com, api.au.verkada.com). */
+export const verkadaConfig = z.strictObject({
+  org_id: identifier,
+  api_key: secret,
+  webhook_secret: secret.optional(),
+  region: z.enum(['us', 'eu', 'au']).default('us'),
+});
+
+type KeysOf<T> = T extends unknown ? keyof T & string : never;
+
+function connector<S extends z.ZodType<Record<string, unknown>>>(config: S, secrets: readonly KeysOf<z.output<S>>[]) {
+  return { config, secrets: new Set<string>(secrets) };
+}
+
+export const CONNECTORS = {
+  meraki: connector(merakiConfig, ['api_key', 'webhook_secret']),
+  aruba: connector(arubaConfig, ['client_secret', 'streaming_key', 'password']),
+  unifi: connector(unifiConfig, ['password']),
+  mywifi: connector(mywifiConfig, ['app_secret']),
+  square: connector(squareConfig, ['access_token', 'webhook_signature_key']),
+  density: connector(densityConfig, ['api_token', 'webhook_header_value']),
+  verkada: connector(verkadaConfig, ['api_key', 'webhook_secret']),
+} satisfies Record<ConnectorType, { config: z.ZodType<Record<string, unknown>>; secrets: ReadonlySet<string> }>;
+
+const option = <T extends ConnectorType, S extends z.ZodType>(type: T, config: S) =>
+  z.strictObject({ connector_type: z.literal(type), config });
+
+export const createIntegrationBody = z.discriminatedUnion('connector_type', [
+  option('meraki', merakiConfig),
+  option('aruba', arubaConfig),
+  option('unifi', unifiConfig),
+  option('mywifi', mywifiConfig),
+  option('square', squareConfig),
+  option('density', densityConfig),
+  option('verkada', verkadaConfig),
+]);
+export type CreateIntegrationInput = z.infer<typeof createIntegrationBody>;

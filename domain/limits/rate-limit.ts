@@ -1,0 +1,111 @@
+import type { Redis } from 'ioredis';
+import { AppError } from '../../lib/errors.js';
+
+/** `ingest` is POST /ingest; `api` is the rest of the authenticated surface. */
+export type RateBucket = 'ingest' | 'api';
+
+/** Requests per operator per window, the same on every plan. */
+export const RATE_LIMITS: Readonly<Record<RateBucket, number>> = { ingest: 100, api: 1000 };
+export const RATE_WINDOW_MS = 60_000;
+
+/** A Redis answer slower than this is treated as Redis being away, so a hung Redis never hangs requests. */
+const REDIS_TIMEOUT_MS = 500;
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Whole seconds until the current window ends, at least 1. */
+  resetSeconds: number;
+  /** `shared`: counted in Redis, one limit across all instances; `local-fallback`: Redis unreachable, counted in this process. */
+  mode: 'shared' | 'local-fallback';
+}
+
+export interface RateLimiterOptions {
+  limits?: Readonly<Record<RateBucket, number>>;
+  now?: () => number;
+}
+
+/**
+ * Fixed 60 s windows aligned to the epoch minute, per operator and bucket. The counter lives in
+ * Redis (INCR + PEXPIRE in one MULTI, so it is atomic and shared by every API instance); while
+ * Redis is unreachable each instance counts in memory over the same windows.
+ */
+export class RateLimiter {
+  private readonly limits: Readonly<Record<RateBucket, number>>;
+  private readonly now: () => number;
+  private local = new Map<string, number>();
+  private localWindow = -1;
+
+  constructor(private readonly redis: Redis, opts: RateLimiterOptions = {}) {
+    this.limits = opts.limits ?? RATE_LIMITS;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Counts one request (refused ones too: a client hammering a closed window stays refused). */
+  async hit(operatorId: string, bucket: RateBucket): Promise<RateDecision> {
+    const now = this.now();
+    const window = Math.floor(now / RATE_WINDOW_MS);
+    const key = `rl:${bucket}:${operatorId}:${window}`;
+    const shared = await this.incrShared(key);
+    const count = shared ?? this.incrLocal(key, window);
+    const limit = this.limits[bucket];
+    return {
+      allowed: count <= limit,
+      limit,
+      remaining: Math.max(0, limit - count),
+      resetSeconds: Math.max(1, Math.ceil(((window + 1) * RATE_WINDOW_MS - now) / 1000)),
+      mode: shared === undefined ? 'local-fallback' : 'shared',
+    };
+  }
+
+  private async incrShared(key: string): Promise<number | undefined> {
+    // ioredis has no offline queue here: while disconnected, skip the round trip altogether.
+    if (this.redis.status !== 'ready') return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const result = await Promise.race([
+        this.redis.multi().incr(key).pexpire(key, 2 * RATE_WINDOW_MS).exec(),
+        new Promise<null>((resolve) => {
+          timer = setTimeout(() => resolve(null), REDIS_TIMEOUT_MS);
+        }),
+      ]);
+      const [err, value] = result?.[0] ?? [];
+      return err || typeof value !== 'number' ? undefined : value;
+    } catch {
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private incrLocal(key: string, window: number): number {
+    // Only the current window matters: drop the previous ones wholesale.
+    if (window !== this.localWindow) {
+      this.local = new Map();
+      this.localWindow = window;
+    }
+    const count = (this.local.get(key) ?? 0) + 1;
+    this.local.set(key, count);
+    return count;
+  }
+}
+
+/** The standard rate-limit headers (IETF draft names), sent on every limited response. */
+export function rateLimitHeaders(d: RateDecision): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(d.limit),
+    'RateLimit-Remaining': String(d.remaining),
+    'RateLimit-Reset': String(d.resetSeconds),
+  };
+}
+
+export function rateLimited(d: RateDecision, bucket: RateBucket): AppError {
+  return new AppError(
+    429,
+    'RATE_LIMITED',
+    `rate limit of ${d.limit} ${bucket === 'ingest' ? 'ingest ' : ''}requests per minute reached for this operator; retry in ${d.resetSeconds} s`,
+    { limit: d.limit, windowSeconds: RATE_WINDOW_MS / 1000, retryAfter: d.resetSeconds },
+    { ...rateLimitHeaders(d), 'Retry-After': String(d.resetSeconds) },
+  );
+}

@@ -1,0 +1,59 @@
+import type { Ch } from '../clickhouse/client.js';
+import { activePartitions, dropPartition, type RetainedTable } from '../clickhouse/queries/retention.js';
+import type { Logger } from '../lib/logger.js';
+
+const DAY_MS = 86_400_000;
+export const RETENTION_EVERY_MS = 3_600_000;
+
+/**
+ * The daily rollup's partitions are venue-local days; a local day can end up to 12 h after the
+ * UTC day of the same date, so they are kept one day longer rather than dropped early.
+ */
+const GRACE_MS: Partial<Record<RetainedTable, number>> = { telemetry_1d: DAY_MS };
+
+/**
+ * A partition id is `<retention_days>-<YYYYMMDD>` or `<retention_days>-<YYYYMM>` (ClickHouse joins
+ * the tuple's parts with '-'). Returns its class and the end of the period it covers (UTC, exclusive).
+ */
+export function parsePartitionId(id: string): { retentionDays: number; endMs: number } | undefined {
+  const m = /^(\d+)-(\d{4})(\d{2})(\d{2})?$/.exec(id);
+  if (!m) return undefined;
+  const [, days, y, mo, d] = m;
+  const endMs = d === undefined ? Date.UTC(Number(y), Number(mo), 1) : Date.UTC(Number(y), Number(mo) - 1, Number(d) + 1);
+  return { retentionDays: Number(days), endMs };
+}
+
+/** Expired when everything it can hold is older than its class's window. */
+export function isExpired(table: RetainedTable, partitionId: string, now: number): boolean {
+  const p = parsePartitionId(partitionId);
+  return p !== undefined && p.endMs + p.retentionDays * DAY_MS + (GRACE_MS[table] ?? 0) <= now;
+}
+
+/** Drops every expired partition of the retained tables; returns what it dropped. */
+export async function dropExpiredPartitions(ch: Ch, log: Logger, now = Date.now()): Promise<Array<{ table: RetainedTable; partitionId: string }>> {
+  const dropped: Array<{ table: RetainedTable; partitionId: string }> = [];
+  for (const { table, partition_id } of await activePartitions(ch)) {
+    if (!isExpired(table, partition_id, now)) continue;
+    await dropPartition(ch, table, partition_id);
+    dropped.push({ table, partitionId: partition_id });
+  }
+  if (dropped.length > 0) log.info({ dropped }, 'retention: dropped expired partitions');
+  return dropped;
+}
+
+/** Runs the retention job now and then every `everyMs` (hourly) until stopped. */
+export function scheduleRetention(ch: Ch, log: Logger, everyMs = RETENTION_EVERY_MS): { stop(): Promise<void> } {
+  const rlog = log.child({ component: 'retention' });
+  let running: Promise<unknown> = Promise.resolve();
+  const run = () => {
+    running = dropExpiredPartitions(ch, rlog).catch((err: Error) => rlog.error({ err: err.message }, 'retention run failed; retried next hour'));
+  };
+  run();
+  const timer = setInterval(run, everyMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,36 @@
+import type { KafkaMessage, Message } from 'kafkajs';
+import { z } from 'zod';
+import type { Origin } from './rows.js';
+
+/** Headers a dead-lettered message carries, next to its original key, value and headers. */
+export const DLQ_HEADERS = {
+  error: 'x-dlq-error',
+  topic: 'x-dlq-original-topic',
+  partition: 'x-dlq-original-partition',
+  offset: 'x-dlq-original-offset',
+} as const;
+
+const MAX_ERROR_CHARS = 2000;
+
+/** A short, single-line reason: schema problems as `path: message` pairs. */
+export function describeError(err: unknown): string {
+  if (err instanceof z.ZodError) {
+    return err.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ');
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The original message, unchanged, with why and where from in headers, so it can be replayed. */
+export function deadLetter(message: KafkaMessage, origin: Origin, error: string): Message {
+  return {
+    key: message.key,
+    value: message.value,
+    headers: {
+      ...message.headers,
+      [DLQ_HEADERS.error]: error.slice(0, MAX_ERROR_CHARS),
+      [DLQ_HEADERS.topic]: origin.topic,
+      [DLQ_HEADERS.partition]: String(origin.partition),
+      [DLQ_HEADERS.offset]: origin.offset,
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import type { CanonicalEvent } from '../../lib/events.js';
+import type { EventRow } from '../../clickhouse/queries/events.js';
+import { dayString, localDayNumber } from '../../domain/telemetry/calendar.js';
+
+export interface Origin {
+  topic: string;
+  partition: number;
+  offset: string;
+}
+
+/** Where the event belongs: the venue's zone (for local days) and its operator's retention class. */
+export interface Placement {
+  timezone: string;
+  retentionDays: number;
+}
+
+export function toRow(e: CanonicalEvent, origin: Origin, place: Placement): EventRow {
+  const metrics = Object.entries(e.metrics) as Array<[string, number]>;
+  return {
+    event_id: e.id,
+    operator_id: e.operatorId,
+    venue_id: e.venueId,
+    zone_id: e.zoneId ?? '',
+    connector_type: e.connectorType,
+    event_type: e.type,
+    ts: Math.floor(e.ts / 1000),
+    local_day: dayString(localDayNumber(e.ts, place.timezone)),
+    ts_ms: e.ts % 1000,
+    received_at: Math.floor(e.receivedAt / 1000),
+    device: e.device ?? '',
+    randomized_mac: e.randomizedMac ? 1 : 0,
+    metric_names: metrics.map(([k]) => k),
+    metric_values: metrics.map(([, v]) => v),
+    payload: JSON.stringify(e.payload),
+    retention_days: place.retentionDays,
+    kafka_topic: origin.topic,
+    kafka_partition: origin.partition,
+    kafka_offset: origin.offset,
+  };
+}
+
+/** The raw table's partition: (retention class, UTC day). */
+export const partitionKey = (r: EventRow): string => `${r.retention_days}-${Math.floor(r.ts / 86_400)}`;

@@ -1,0 +1,41 @@
+import type { Queryable } from '../../postgres/client.js';
+import { venueSinkContexts } from '../../postgres/queries/venues.js';
+import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
+import type { Placement } from './rows.js';
+
+export interface VenueContext extends Placement {
+  operatorId: string;
+}
+
+/**
+ * Venue → (operator, time zone, retention class), read from Postgres once per venue per `ttlMs`:
+ * a plan or time-zone change reaches new events within that time. Unknown venues are not cached.
+ */
+export class VenueContexts {
+  private readonly cache = new Map<string, { ctx: VenueContext; at: number }>();
+
+  constructor(
+    private readonly db: Queryable,
+    private readonly ttlMs = 60_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async resolve(venueIds: Iterable<string>): Promise<Map<string, VenueContext>> {
+    const now = this.now();
+    const found = new Map<string, VenueContext>();
+    const missing: string[] = [];
+    for (const id of new Set(venueIds)) {
+      const hit = this.cache.get(id);
+      if (hit && now - hit.at < this.ttlMs) found.set(id, hit.ctx);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      for (const v of await venueSinkContexts(this.db, missing)) {
+        const ctx = { operatorId: v.operator_id, timezone: v.timezone, retentionDays: PLAN_LIMITS[v.plan].retentionDays };
+        this.cache.set(v.id, { ctx, at: now });
+        found.set(v.id, ctx);
+      }
+    }
+    return found;
+  }
+}

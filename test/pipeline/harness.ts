@@ -1,0 +1,239 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server, type Socket, connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Admin, Kafka, Producer } from 'kafkajs';
+import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import { testConfig } from '../support/env.js';
+import { createLogger } from '../../lib/logger.js';
+import { createKafka, createProducer, ensureTopics } from '../../lib/kafka.js';
+import { encodeEvent, type CanonicalEvent, type Topics } from '../../lib/events.js';
+import type { Config } from '../../lib/config.js';
+import type { Logger } from '../../lib/logger.js';
+import { chRows, chsql, createCh, raw, type Ch } from '../../clickhouse/client.js';
+import { createDb, one, sql, type Db } from '../../postgres/client.js';
+import { runEventsSink, type RunningSink, type SinkOptions } from '../../pipeline/sink/events-sink.js';
+import type { Plan } from '../../domain/tenants/plans.js';
+
+/** A real stack for sink tests: its own events and dead-letter topics, so offsets and counts are its own. */
+export interface Harness {
+  cfg: Config;
+  log: Logger;
+  kafka: Kafka;
+  admin: Admin;
+  producer: Producer;
+  ch: Ch;
+  db: Db;
+  topics: Topics;
+  close(): Promise<void>;
+}
+
+export async function openHarness(): Promise<Harness> {
+  const cfg = testConfig();
+  const log = createLogger('sink-test', cfg.LOG_LEVEL);
+  const kafka = createKafka(cfg, log, `sink-test-${randomUUID().slice(0, 8)}`);
+  const id = randomUUID().slice(0, 8);
+  const topics: Topics = { events: `${cfg.KAFKA_TOPIC_PREFIX}.sinktest-${id}.events`, deadLetter: `${cfg.KAFKA_TOPIC_PREFIX}.sinktest-${id}.dlq` };
+  await ensureTopics(kafka, cfg, topics);
+  const admin = kafka.admin();
+  await admin.connect();
+  const producer = createProducer(kafka);
+  await producer.connect();
+  const ch = createCh(cfg);
+  const db = createDb(cfg, 4);
+  return {
+    cfg,
+    log,
+    kafka,
+    admin,
+    producer,
+    ch,
+    db,
+    topics,
+    async close() {
+      await producer.disconnect();
+      await admin.disconnect();
+      await ch.close();
+      await db.end();
+    },
+  };
+}
+
+/** An operator on `plan` with one venue per time zone, straight in Postgres. */
+export async function newTenant(db: Db, plan: Plan, timezones: string[]): Promise<{ operatorId: string; venueIds: string[] }> {
+  const op = await one<{ id: string }>(db, sql`INSERT INTO operators (name, email, plan) VALUES ('sink test', 'sink@example.com', ${plan}) RETURNING id`);
+  const venueIds: string[] = [];
+  for (const tz of timezones) {
+    const v = await one<{ id: string }>(db, sql`INSERT INTO venues (operator_id, name, timezone) VALUES (${op!.id}, ${`venue ${tz}`}, ${tz}) RETURNING id`);
+    venueIds.push(v!.id);
+  }
+  return { operatorId: op!.id, venueIds };
+}
+
+export function event(e: Pick<CanonicalEvent, 'operatorId' | 'venueId' | 'ts'> & Partial<CanonicalEvent>): CanonicalEvent {
+  return {
+    id: randomUUID(),
+    zoneId: null,
+    connectorType: 'meraki',
+    type: 'environment',
+    receivedAt: e.ts + 500,
+    device: null,
+    randomizedMac: false,
+    metrics: {},
+    payload: {},
+    ...e,
+  };
+}
+
+/** Publishes in order, keyed by venue (as ingest does); raw values for poison messages. */
+export async function produce(h: Harness, items: Array<CanonicalEvent | { key: string; raw: string }>): Promise<void> {
+  for (let i = 0; i < items.length; i += 500) {
+    await h.producer.send({
+      topic: h.topics.events,
+      acks: -1,
+      messages: items.slice(i, i + 500).map((it) => ('raw' in it ? { key: it.key, value: it.raw } : { key: it.venueId, value: encodeEvent(it) })),
+    });
+  }
+}
+
+export function startSink(h: Harness, groupId: string, opts: Partial<SinkOptions> = {}): Promise<RunningSink> {
+  return runEventsSink(h.kafka, {
+    groupId,
+    partitions: h.cfg.KAFKA_PARTITIONS,
+    ch: h.ch,
+    db: h.db,
+    producer: h.producer,
+    topics: h.topics,
+    log: h.log,
+    batchRows: 1000,
+    batchMs: 200,
+    drainMs: 5000,
+    retry: { initialMs: 100, maxMs: 400 },
+    ...opts,
+  });
+}
+
+/** Committed offset per partition (-1 when none), and the topic's end per partition. */
+export async function offsets(h: Harness, groupId: string): Promise<{ committed: number[]; end: number[] }> {
+  const [group] = await h.admin.fetchOffsets({ groupId, topics: [h.topics.events] });
+  const ends = (await h.admin.fetchTopicOffsets(h.topics.events)).sort((a, b) => a.partition - b.partition);
+  const committed = ends.map((e) => Number(group!.partitions.find((p) => p.partition === e.partition)?.offset ?? -1));
+  return { committed, end: ends.map((e) => Number(e.high)) };
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Resolves once the group committed everything published so far. */
+export function allCommitted(h: Harness, groupId: string, timeoutMs?: number): Promise<true> {
+  return waitFor(
+    `group ${groupId} to commit to the end`,
+    async () => {
+      const o = await offsets(h, groupId);
+      return o.end.every((e, i) => o.committed[i] === e || (e === 0 && o.committed[i] === -1));
+    },
+    timeoutMs,
+  );
+}
+
+export async function rawCount(h: Harness): Promise<number> {
+  const [row] = await chRows<{ n: number }>(h.ch, chsql`SELECT toUInt32(count()) AS n FROM events WHERE kafka_topic = ${h.topics.events}`);
+  return row!.n;
+}
+
+export interface KeyTotals {
+  sum: number;
+  count: number;
+  min: number;
+  max: number;
+}
+
+/** Per key totals of a rollup table (or `devices`: distinct devices over the whole table) for some venues. */
+export async function rollupTotals(h: Harness, table: 'telemetry_1m' | 'telemetry_1h' | 'telemetry_1d', venueIds: string[]): Promise<Record<string, KeyTotals & { devices: number }>> {
+  const rows = await chRows<{ key: string; sum: number; count: number; min: number; max: number; devices: number }>(
+    h.ch,
+    chsql`SELECT key, sumMerge(v_sum) AS sum, toUInt32(countMerge(v_count)) AS count, minMerge(v_min) AS min, maxMerge(v_max) AS max,
+                 toUInt32(uniqExactMerge(devices)) AS devices
+            FROM ${raw(table)} WHERE has(${venueIds}, toString(venue_id)) GROUP BY key`,
+  );
+  return Object.fromEntries(rows.map(({ key, ...rest }) => [key, rest]));
+}
+
+/** What the rollups must hold for these events, computed here. */
+export function expectedTotals(events: CanonicalEvent[]): Record<string, KeyTotals & { devices: number }> {
+  const out: Record<string, KeyTotals & { devices: number }> = {};
+  const add = (key: string, v: number) => {
+    const t = (out[key] ??= { sum: 0, count: 0, min: Infinity, max: -Infinity, devices: 0 });
+    t.sum += v;
+    t.count++;
+    t.min = Math.min(t.min, v);
+    t.max = Math.max(t.max, v);
+  };
+  const devices = new Set<string>();
+  for (const e of events) {
+    add('events', 1);
+    for (const [k, v] of Object.entries(e.metrics)) add(k, v);
+    if (e.device) devices.add(e.device);
+  }
+  if (devices.size > 0) out.devices = { sum: 0, count: 0, min: 0, max: 0, devices: devices.size };
+  return out;
+}
+
+/** A client through `url` (a proxy) that does not print its own connection errors: the sink logs them. */
+export function quietCh(cfg: Config, url: string): Ch {
+  return createClient({
+    url,
+    username: cfg.CLICKHOUSE_USER,
+    password: cfg.CLICKHOUSE_PASSWORD,
+    database: cfg.CLICKHOUSE_DATABASE,
+    log: { level: ClickHouseLogLevel.OFF },
+  });
+}
+
+/**
+ * A TCP proxy in front of ClickHouse that can be taken down: while down it resets every open
+ * connection and every new one, as a crashed or unreachable server would.
+ */
+export async function clickhouseProxy(targetUrl: string): Promise<{ url: string; down(): void; up(): void; close(): Promise<void> }> {
+  const target = new URL(targetUrl);
+  const sockets = new Set<Socket>();
+  let isDown = false;
+  const server: Server = createServer((client) => {
+    if (isDown) return void client.destroy();
+    const upstream = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const down = () => {
+    isDown = true;
+    for (const s of sockets) s.destroy();
+    sockets.clear();
+  };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    down,
+    up() {
+      isDown = false;
+    },
+    async close() {
+      down();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

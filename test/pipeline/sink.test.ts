@@ -1,0 +1,276 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { KafkaMessage } from 'kafkajs';
+import type { CanonicalEvent } from '../../lib/events.js';
+import { chRows, chsql } from '../../clickhouse/client.js';
+import { rows as pgRows, sql } from '../../postgres/client.js';
+import { DLQ_HEADERS } from '../../pipeline/sink/dead-letter.js';
+import type { RunningSink } from '../../pipeline/sink/events-sink.js';
+import {
+  allCommitted,
+  clickhouseProxy,
+  event,
+  expectedTotals,
+  newTenant,
+  offsets,
+  openHarness,
+  produce,
+  quietCh,
+  rawCount,
+  rollupTotals,
+  startSink,
+  waitFor,
+  type Harness,
+} from './harness.js';
+
+// Each test gets its own topics, so raw counts, offsets and dead letters are its own.
+let h: Harness;
+beforeEach(async () => {
+  h = await openHarness();
+});
+afterEach(async () => {
+  await h.close();
+});
+
+const group = () => `sink-test-${randomUUID()}`;
+const HOUR_MS = 3_600_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A mix of readings, entries, exits and device sightings over the last two hours. */
+function workload(t: { operatorId: string; venueIds: string[] }, n: number, end = Date.now()): CanonicalEvent[] {
+  return Array.from({ length: n }, (_, i) => {
+    const base = { operatorId: t.operatorId, venueId: t.venueIds[i % t.venueIds.length]!, ts: end - 7_200_000 + i * 1_733 };
+    switch (i % 4) {
+      case 0:
+        return event({ ...base, type: 'environment', metrics: { temperature: 18 + (i % 50) / 10, co2: 400 + (i % 300) } });
+      case 1:
+        return event({ ...base, type: 'entry', metrics: { entries: 1 + (i % 3) } });
+      case 2:
+        return event({ ...base, type: 'exit', metrics: { exits: 1 + (i % 2) } });
+      default:
+        return event({ ...base, type: 'device_seen', device: `dev-${i % 37}` });
+    }
+  });
+}
+
+/** Raw count and every rollup equal what the events imply, exactly (sums to float precision). */
+async function expectExact(events: CanonicalEvent[], venueIds: string[], topicRows = events.length) {
+  expect(await rawCount(h)).toBe(topicRows);
+  const want = expectedTotals(events);
+  for (const table of ['telemetry_1m', 'telemetry_1h', 'telemetry_1d'] as const) {
+    const got = await rollupTotals(h, table, venueIds);
+    expect(Object.keys(got).sort(), table).toEqual(Object.keys(want).sort());
+    for (const [key, w] of Object.entries(want)) {
+      const g = got[key]!;
+      if (key === 'devices') {
+        expect(g.devices, `${table} devices`).toBe(w.devices);
+        continue;
+      }
+      expect(g.count, `${table} ${key} count`).toBe(w.count);
+      expect(g.sum, `${table} ${key} sum`).toBeCloseTo(w.sum, 6);
+      expect(g.min, `${table} ${key} min`).toBe(w.min);
+      expect(g.max, `${table} ${key} max`).toBe(w.max);
+    }
+  }
+  const [points] = await chRows<{ n: number }>(h.ch, chsql`SELECT toUInt32(count()) AS n FROM telemetry_points WHERE has(${venueIds}, toString(venue_id))`);
+  expect(points!.n).toBe(events.reduce((n, e) => n + Object.keys(e.metrics).length, 0));
+}
+
+describe('events sink', () => {
+  it('writes every event once in large batches, with exact rollups, local days and last_event_at', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC', 'Europe/Berlin']);
+    const events = workload(t, 2000);
+    // 23:30 UTC yesterday is already today in Berlin (UTC+1 or +2): its daily bucket is the local day.
+    const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+    const lateEvening = event({ operatorId: t.operatorId, venueId: t.venueIds[1]!, ts: today - 30 * 60_000, metrics: { noise: 55 } });
+    events.push(lateEvening);
+    await produce(h, events);
+    const g = group();
+    const s = await startSink(h, g, { batchRows: 400 });
+    try {
+      await allCommitted(h, g);
+      await expectExact(events, t.venueIds);
+      expect(s.sink.stats.largestInsert).toBeLessThanOrEqual(400);
+      expect(s.sink.stats.rows).toBe(events.length);
+      // Batches span partitions and fetches: far fewer inserts than Kafka batches.
+      expect(s.sink.stats.inserts).toBeLessThanOrEqual(15);
+      const [row] = await chRows<{ local_day: string; utc_day: string }>(
+        h.ch,
+        chsql`SELECT toString(local_day) AS local_day, toString(toDate(ts)) AS utc_day FROM events WHERE event_id = toUUID(${lateEvening.id})`,
+      );
+      const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+      expect(row).toEqual({ local_day: isoDay(today), utc_day: isoDay(today - 86_400_000) });
+      const last = await pgRows<{ id: string; last_event_at: Date }>(h.db, sql`SELECT id, last_event_at FROM venues WHERE id = ANY(${t.venueIds}::uuid[])`);
+      for (const v of last) {
+        const newest = Math.max(...events.filter((e) => e.venueId === v.id).map((e) => e.ts));
+        expect(v.last_event_at.getTime(), v.id).toBe(newest);
+      }
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('replays a consumer killed between insert and commit without counting anything twice', async () => {
+    const t = await newTenant(h.db, 'starter', ['UTC']);
+    const events = workload(t, 1500);
+    await produce(h, events);
+    const g = group();
+    let crashed = false;
+    const first: RunningSink = await startSink(h, g, {
+      batchRows: 300,
+      afterInsert: async () => {
+        if (crashed) return;
+        crashed = true;
+        // The process "dies" right after ClickHouse took the rows: the consumer stops, nothing is committed.
+        void first.consumer.consumer.stop();
+        throw new Error('simulated crash between insert and commit');
+      },
+    });
+    await waitFor('the crash', async () => crashed);
+    await first.consumer.stop();
+    const before = await rawCount(h);
+    const { committed } = await offsets(h, g);
+    expect(before).toBeGreaterThan(0);
+    expect(committed.every((c) => c === -1)).toBe(true);
+
+    const second = await startSink(h, g, { batchRows: 300 });
+    try {
+      await allCommitted(h, g);
+      await expectExact(events, t.venueIds);
+      expect(second.sink.stats.skipped).toBe(before);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('dead-letters poison messages with the reason and origin in headers, and writes the rest', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    const other = await newTenant(h.db, 'pro', ['UTC']);
+    const good = workload(t, 20);
+    const poison = [
+      { key: 'x', raw: 'not json {' },
+      { key: 'x', raw: JSON.stringify({ id: 'nope', ts: 'yesterday' }) },
+      { key: 'x', raw: JSON.stringify(event({ operatorId: t.operatorId, venueId: randomUUID(), ts: Date.now() })) },
+      { key: 'x', raw: JSON.stringify(event({ operatorId: t.operatorId, venueId: other.venueIds[0]!, ts: Date.now() })) },
+    ];
+    await produce(h, [...good.slice(0, 10), ...poison, ...good.slice(10)]);
+    const g = group();
+    const s = await startSink(h, g);
+    try {
+      await allCommitted(h, g);
+      await expectExact(good, t.venueIds);
+      expect(s.sink.stats.deadLettered).toBe(4);
+    } finally {
+      await s.stop();
+    }
+
+    const dlq: KafkaMessage[] = [];
+    const reader = h.kafka.consumer({ groupId: group(), maxWaitTimeInMs: 100 });
+    await reader.connect();
+    await reader.subscribe({ topic: h.topics.deadLetter, fromBeginning: true });
+    await reader.run({ eachMessage: async ({ message }) => void dlq.push(message) });
+    await waitFor('4 dead letters', async () => dlq.length >= 4);
+    await reader.disconnect();
+
+    expect(dlq.map((m) => m.value!.toString()).sort()).toEqual(poison.map((p) => p.raw).sort());
+    const header = (m: KafkaMessage, name: string) => m.headers![name]!.toString();
+    const reasons = dlq.map((m) => header(m, DLQ_HEADERS.error));
+    expect(reasons.filter((r) => r.startsWith('undecodable event'))).toHaveLength(2);
+    expect(reasons).toContain(`unknown venue ${JSON.parse(poison[2]!.raw).venueId}`);
+    expect(reasons).toContain(`venue ${other.venueIds[0]} belongs to another operator`);
+    const { end } = await offsets(h, g);
+    const positions = new Set<string>();
+    for (const m of dlq) {
+      expect(header(m, DLQ_HEADERS.topic)).toBe(h.topics.events);
+      const partition = Number(header(m, DLQ_HEADERS.partition));
+      const offset = Number(header(m, DLQ_HEADERS.offset));
+      expect(offset).toBeLessThan(end[partition]!);
+      positions.add(`${partition}:${offset}`);
+    }
+    expect(positions.size).toBe(4);
+  });
+
+  it('drops re-deliveries of an event whose id derives from a vendor event id, in one batch or later', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    // Ingest derives ids of vendor events (Square) as version-8 UUIDs; random ids are version 4.
+    const vendorId = () => randomUUID().replace(/^(.{14})./, '$18');
+    const payment = event({ id: vendorId(), operatorId: t.operatorId, venueId: t.venueIds[0]!, ts: Date.now() - HOUR_MS, type: 'transaction', metrics: { amount: 1250 } });
+    const other = event({ ...payment, id: vendorId(), metrics: { amount: 99 } });
+    const g = group();
+    const s = await startSink(h, g);
+    try {
+      await produce(h, [payment, { ...payment, receivedAt: payment.receivedAt + 1000 }, other]);
+      await allCommitted(h, g);
+      await produce(h, [{ ...payment, receivedAt: payment.receivedAt + 60_000 }]);
+      await allCommitted(h, g);
+      await expectExact([payment, other], t.venueIds, 2);
+      expect(s.sink.stats.duplicates).toBe(2);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it('pauses without committing while ClickHouse is unreachable and resumes by itself', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    const events = workload(t, 600);
+    const proxy = await clickhouseProxy(h.cfg.CLICKHOUSE_URL);
+    const ch = quietCh(h.cfg, proxy.url);
+    proxy.down();
+    const g = group();
+    const s = await startSink(h, g, { ch });
+    try {
+      await produce(h, events);
+      await sleep(3000);
+      expect((await offsets(h, g)).committed.every((c) => c === -1)).toBe(true);
+      expect(await rawCount(h)).toBe(0);
+      expect(s.sink.stats.inserts).toBe(0);
+      // Still a member: the partitions were not handed away while it waited.
+      const [desc] = (await h.admin.describeGroups([g])).groups;
+      expect(desc!.state).toBe('Stable');
+      expect(desc!.members).toHaveLength(1);
+
+      proxy.up();
+      await allCommitted(h, g);
+      await expectExact(events, t.venueIds);
+    } finally {
+      await s.stop();
+      await ch.close();
+      await proxy.close();
+    }
+  });
+
+  it('keeps counts exact when a second member joins and partitions move', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC', 'Asia/Kolkata', 'America/New_York']);
+    const events = workload(t, 3000);
+    const g = group();
+    const a = await startSink(h, g, { batchRows: 250 });
+    let b: RunningSink | undefined;
+    try {
+      await produce(h, events.slice(0, 1000));
+      b = await startSink(h, g, { batchRows: 250 });
+      await produce(h, events.slice(1000, 2000));
+      await a.stop();
+      await produce(h, events.slice(2000));
+      await allCommitted(h, g);
+      await expectExact(events, t.venueIds);
+    } finally {
+      await b?.stop();
+    }
+  });
+
+  it('at shutdown stops fetching, writes and commits what it holds, then leaves', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    const events = workload(t, 200);
+    const g = group();
+    const s = await startSink(h, g, { batchRows: 100_000, batchMs: 60_000 });
+    const started = new Promise<void>((resolve) => s.consumer.consumer.on(s.consumer.consumer.events.START_BATCH_PROCESS, () => resolve()));
+    await produce(h, events);
+    await started;
+    await sleep(500);
+    // Held, not written: the batch is neither full nor a minute old.
+    expect(await rawCount(h)).toBe(0);
+    await s.stop();
+    await allCommitted(h, g, 1000);
+    await expectExact(events, t.venueIds);
+  });
+});

@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCh, type Ch, type ChSql } from '../../clickhouse/client.js';
+import { migrateClickhouse, serverExecutor, type ChExecutor } from '../../clickhouse/migrate.js';
+import { operatorActivitySql, operatorEventCountSql } from '../../clickhouse/queries/dashboard.js';
+import { insertEvents, storedEventIdsSql, storedOffsetsSql } from '../../clickhouse/queries/events.js';
+import { activePartitionsSql, dropPartitionSql } from '../../clickhouse/queries/retention.js';
+import { AGGREGATIONS, telemetrySeriesSql, type SeriesQuery } from '../../clickhouse/queries/telemetry.js';
+import type { CanonicalEvent } from '../../lib/events.js';
+import { toRow } from '../../pipeline/sink/rows.js';
+import { planBuckets } from '../../domain/telemetry/buckets.js';
+import { openChdb } from '../support/chdb.js';
+import { testConfig } from '../support/env.js';
+import { event } from '../pipeline/harness.js';
+import { BERLIN, DAY, dayBucketer, epochBucketer, expectedSeries, HOUR, MINUTE, type Agg } from './expected.js';
+
+/**
+ * The same statements on current ClickHouse (chdb, in-process) and on the 18.16 server, over the
+ * same rows: every query the service runs must work, and agree, on both.
+ */
+let chdb: ReturnType<typeof openChdb>;
+let server: Ch;
+const engines: Array<[string, ChExecutor]> = [];
+const operatorId = randomUUID();
+const venueId = randomUUID();
+const topic = `chdb-test-${randomUUID()}`;
+const base = Date.UTC(2026, 9, 24, 21, 0); // three days around the end of DST in Berlin
+const events: CanonicalEvent[] = [];
+
+beforeAll(async () => {
+  chdb = openChdb();
+  await migrateClickhouse(chdb.engine, 'default');
+  server = createCh(testConfig());
+  engines.push(['current ClickHouse (chdb)', chdb.engine], ['ClickHouse 18.16', serverExecutor(server)]);
+  for (let i = 0; i < 60; i++) {
+    const at = { operatorId, venueId, ts: base + i * 71 * MINUTE + (i % 7) * 1000 };
+    if (i % 3 === 0) events.push(event({ ...at, metrics: { temperature: 10 + (i % 9) / 4, co2: 500 + i } }));
+    else if (i % 3 === 1) events.push(event({ ...at, type: 'entry', metrics: { entries: 1 + (i % 4) } }));
+    else events.push(event({ ...at, type: 'device_seen', device: `d-${i % 5}` }));
+  }
+  const rows = events.map((e, i) => toRow(e, { topic, partition: i % 2, offset: String(i) }, { timezone: 'Europe/Berlin', retentionDays: 365 }));
+  await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join('\n')}`);
+  await insertEvents(server, rows);
+});
+
+afterAll(async () => {
+  chdb.close();
+  await server.close();
+});
+
+async function onBoth<T>(statement: ChSql): Promise<T[]> {
+  const [current, old] = await Promise.all(engines.map(([, e]) => e.query<T>(statement.text)));
+  expect(current, 'chdb and 18.16 agree').toEqual(old);
+  return current!;
+}
+
+describe('the service queries on current ClickHouse and on 18.16', () => {
+  it('answer telemetry queries at every resolution with every aggregation', async () => {
+    const cases: Array<[number, number, number, ReturnType<typeof epochBucketer>]> = [
+      [base, base + 2 * DAY, MINUTE, epochBucketer(base, base + 2 * DAY, MINUTE)],
+      [base, base + 3 * DAY, HOUR, epochBucketer(base, base + 3 * DAY, HOUR)],
+      [base - DAY, base + 4 * DAY, DAY, dayBucketer(base - DAY, base + 4 * DAY, 1, BERLIN)],
+    ];
+    for (const [start, end, interval, bucketOf] of cases) {
+      const plan = planBuckets(start, end, interval, 'Europe/Berlin');
+      for (const agg of AGGREGATIONS) {
+        const q = { ...plan, operatorId, venueId, keys: ['temperature', 'entries', 'devices'], agg } as SeriesQuery;
+        const rows = await onBoth<{ key: string; t: number; value: number }>(telemetrySeriesSql(q));
+        for (const key of q.keys) {
+          const got = rows.filter((r) => r.key === key).map((r) => ({ ts: plan.startOf(r.t), value: r.value }));
+          const want = expectedSeries(events, key, agg as Agg, bucketOf);
+          expect(got.map((p) => p.ts), `${key} ${agg} ${interval}`).toEqual(want.map((p) => p.ts));
+          got.forEach((p, i) => expect(p.value).toBeCloseTo(want[i]!.value, 9));
+          expect(want.length).toBeGreaterThan(0);
+        }
+      }
+    }
+  });
+
+  it('answer the dashboard and sink queries', async () => {
+    const [count] = await onBoth<{ events: number }>(operatorEventCountSql({ operatorId, fromSec: base / 1000, toSec: (base + DAY) / 1000 }));
+    expect(count!.events).toBe(events.filter((e) => e.ts < base + DAY).length);
+    const activity = await onBoth<{ t: number; key: string; value: number }>(
+      operatorActivitySql({ operatorId, fromSec: base / 1000, toSec: (base + 3 * DAY) / 1000, bucketSec: 86_400 }),
+    );
+    expect(activity.filter((r) => r.key === 'events').reduce((n, r) => n + r.value, 0)).toBe(events.length);
+    const stored = await onBoth<{ partition: number; offset: string }>(
+      storedOffsetsSql({ topic, partitions: [1], fromOffset: 10n, toOffset: 20n, fromTs: 0, toTs: 2 ** 32 - 1 }),
+    );
+    expect(stored.map((r) => Number(r.offset)).sort((a, b) => a - b)).toEqual([11, 13, 15, 17, 19]);
+    expect(stored.every((r) => r.partition === 1)).toBe(true);
+    const ids = await onBoth<{ id: string }>(storedEventIdsSql({ ids: [events[3]!.id, randomUUID()], fromTs: 0, toTs: 2 ** 32 - 1 }));
+    expect(ids).toEqual([{ id: events[3]!.id }]);
+  });
+
+  it('list and drop partitions by id', async () => {
+    const [, current] = engines[0]!;
+    const parts = await current.query<{ table: string; partition_id: string }>(activePartitionsSql().text);
+    expect(parts).toContainEqual({ table: 'events', partition_id: '365-20261024' });
+    expect(parts).toContainEqual({ table: 'telemetry_1h', partition_id: '365-202610' });
+    await current.exec(dropPartitionSql('events', '365-20261024').text);
+    const after = await current.query<{ table: string; partition_id: string }>(activePartitionsSql().text);
+    expect(after).not.toContainEqual({ table: 'events', partition_id: '365-20261024' });
+  });
+});
