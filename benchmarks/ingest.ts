@@ -23,12 +23,15 @@ const { values: args } = parseArgs({
     operators: { type: 'string', default: '40' },
     batch: { type: 'string', default: '1000' },
     'perf-records': { type: 'string', default: '500000' },
+    rate: { type: 'string', default: '0' },
   },
 });
 const DURATION_S = Number(args.duration);
 const CLIENTS = Number(args.clients);
 const OPERATORS = Number(args.operators);
 const BATCH = Number(args.batch);
+/** Offered load in events/s; 0 sends as fast as the service answers. A paced run shows the lag at a sustainable load. */
+const RATE = Number(args.rate);
 
 const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { quiet: boolean }) => Promise<unknown> };
 await up({ quiet: true });
@@ -47,7 +50,7 @@ const { cfg, env } = benchConfig({
   API_PORT: String(API_PORT),
 });
 
-console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches`);
+console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}`);
 
 // Fresh databases for the run.
 const admin = new pg.Client({ connectionString: baseCfg.DATABASE_URL });
@@ -165,7 +168,13 @@ let next = 0;
 
 async function client(): Promise<void> {
   while (performance.now() < deadline) {
-    const t = tenants[next++ % tenants.length]!;
+    const slot = next++;
+    if (RATE > 0) {
+      const wait = started + ((slot * BATCH) / RATE) * 1000 - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      if (performance.now() >= deadline) break;
+    }
+    const t = tenants[slot % tenants.length]!;
     const t0 = performance.now();
     const res = await fetch(`${base}/ingest`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` }, body: t.body }).catch(() => null);
     const ms = performance.now() - t0;
@@ -230,7 +239,7 @@ const result = {
   benchmark: 'ingest',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, rateLimits: cfg.RATE_LIMITS_ENABLED },
+  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, offeredEventsPerSec: RATE || 'unpaced', rateLimits: cfg.RATE_LIMITS_ENABLED },
   ingest: {
     acceptedEvents: accepted,
     rejectedEvents: rejected,
@@ -251,7 +260,7 @@ const result = {
   ratioToKafkaCeiling: round(eventsPerSec / kafkaCeiling, 3),
   cpuSecondsDuringLoad: cpu,
 };
-const path = writeResult('ingest', result);
+const path = writeResult(RATE ? 'ingest-paced' : 'ingest', result);
 console.log(JSON.stringify(result, null, 2));
 console.log(`\naccepted ${round(eventsPerSec, 0)} events/s (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
   `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; written to ${path}`);

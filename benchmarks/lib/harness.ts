@@ -19,9 +19,14 @@ export function percentile(sorted: number[], p: number): number {
 
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
-/** Runs a built entry point (dist/...) with the given environment until `stop()`. */
+/**
+ * Runs a built entry point (dist/...) with the given environment until `stop()`. With
+ * BENCH_CPU_PROF=<dir> each process writes a V8 CPU profile there when it stops.
+ */
 export function startProcess(name: string, entry: string, env: Record<string, string>): { child: ChildProcess; stop(): Promise<void> } {
-  const child = spawn(process.execPath, [repoPath(entry)], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const profileDir = process.env.BENCH_CPU_PROF;
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+  const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);

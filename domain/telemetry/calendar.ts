@@ -34,9 +34,25 @@ function wallClock(ts: number, timeZone: string): number {
   return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
 }
 
-/** The local calendar day of an instant, as days since 1970-01-01. */
+const QUARTER_HOUR_MS = 900_000;
+const dayCache = new Map<string, Map<number, number>>();
+
+/**
+ * The local calendar day of an instant, as days since 1970-01-01. Zone offsets and their changes
+ * fall on whole quarter hours, so the day is constant within a UTC quarter hour: cached per zone
+ * and quarter hour, since the sink asks this for every event.
+ */
 export function localDayNumber(ts: number, timeZone: string): number {
-  return Math.floor(wallClock(ts, timeZone) / DAY_MS);
+  let zone = dayCache.get(timeZone);
+  if (!zone) dayCache.set(timeZone, (zone = new Map()));
+  const quarter = Math.floor(ts / QUARTER_HOUR_MS);
+  let day = zone.get(quarter);
+  if (day === undefined) {
+    if (zone.size > 50_000) zone.clear();
+    day = Math.floor(wallClock(quarter * QUARTER_HOUR_MS, timeZone) / DAY_MS);
+    zone.set(quarter, day);
+  }
+  return day;
 }
 
 /** `YYYY-MM-DD` of a day number. */
