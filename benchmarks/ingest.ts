@@ -47,6 +47,7 @@ const { cfg, env } = benchConfig({
   DATABASE_URL: dbUrl.toString(),
   CLICKHOUSE_DATABASE: 'venue_bench',
   KAFKA_TOPIC_PREFIX: `bench.${runId}`,
+  REDIS_KEY_PREFIX: `bench.${runId}:`,
   API_PORT: String(API_PORT),
 });
 

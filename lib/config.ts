@@ -34,6 +34,8 @@ export const configSchema = z.object({
   KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, ".", "_" or "-"').default('venue'),
   KAFKA_PARTITIONS: z.coerce.number().int().min(1).max(256).default(6),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }),
+  /** Namespaces every Redis key, so environments sharing one Redis (dev, tests, benchmarks) never mix counters. */
+  REDIS_KEY_PREFIX: z.string().regex(/^[\w.:-]{0,64}$/, 'up to 64 letters, digits, ".", ":", "_" or "-"').default('venue:'),
   ADMIN_SECRET: z.string().min(16, 'at least 16 characters'),
   SECRETS_KEY: base64Key(32),
   SECRETS_KEY_ID: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a short key id such as k1').default('k1'),

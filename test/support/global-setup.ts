@@ -59,6 +59,7 @@ export default async function setup(): Promise<() => Promise<void>> {
     DATABASE_URL: testDbUrl.toString(),
     CLICKHOUSE_DATABASE: chTestDb,
     KAFKA_TOPIC_PREFIX: topicPrefix,
+    REDIS_KEY_PREFIX: `${topicPrefix}:`,
     KAFKA_PARTITIONS: '3',
   });
   const cfg = loadConfig({ ...fileEnv, ...process.env });

@@ -57,9 +57,11 @@ describe('RateLimiter against real Redis', () => {
     const limiter = new RateLimiter(redis, { limits: small });
     const op = randomUUID();
     await limiter.hit(op, 'api');
-    const keys = await redis.keys(`rl:api:${op}:*`);
+    // ioredis namespaces command keys but not KEYS patterns, nor the keys KEYS answers with.
+    const prefix = testConfig().REDIS_KEY_PREFIX;
+    const keys = await redis.keys(`${prefix}rl:api:${op}:*`);
     expect(keys).toHaveLength(1);
-    const ttl = await redis.pttl(keys[0]!);
+    const ttl = await redis.pttl(keys[0]!.slice(prefix.length));
     expect(ttl).toBeGreaterThan(60_000);
     expect(ttl).toBeLessThanOrEqual(120_000);
   });
