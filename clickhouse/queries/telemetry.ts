@@ -13,7 +13,7 @@ const AGG_EXPR: Record<Aggregation, string> = {
 };
 
 /** `devices` is the distinct devices of the whole bucket whatever the aggregation: states merge exactly. */
-const valueExpr = (agg: Aggregation) => raw(`if(key = 'devices', toFloat64(uniqExactMerge(devices)), toFloat64(${AGG_EXPR[agg]}))`);
+const DEVICES_EXPR = 'toFloat64(uniqExactMerge(devices))';
 
 interface SeriesBase {
   operatorId: string;
@@ -47,18 +47,31 @@ export interface SeriesRow {
   value: number | null;
 }
 
-export function telemetrySeriesSql(q: SeriesQuery): ChSql {
-  const scope = chsql`operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId}) AND has(${q.keys}, key)`;
+function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
+  const scope = chsql`operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId}) AND has(${keys}, key)`;
   if (q.resolution === '1d') {
-    return chsql`SELECT key, toUInt32(intDiv(toRelativeDayNum(day), ${q.bucketDays}) * ${q.bucketDays}) AS t, ${valueExpr(q.agg)} AS value
+    return chsql`SELECT key, toUInt32(intDiv(toRelativeDayNum(day), ${q.bucketDays}) * ${q.bucketDays}) AS t, ${raw(value)} AS value
                    FROM telemetry_1d
                   WHERE ${scope} AND day >= toDate(${q.fromDay}) AND day <= toDate(${q.toDay})
-                  GROUP BY key, t ORDER BY key, t`;
+                  GROUP BY key, t`;
   }
-  return chsql`SELECT key, toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec}) AS t, ${valueExpr(q.agg)} AS value
+  return chsql`SELECT key, toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec}) AS t, ${raw(value)} AS value
                  FROM ${raw(q.resolution === '1m' ? 'telemetry_1m' : 'telemetry_1h')}
                 WHERE ${scope} AND bucket >= toDateTime(${q.fromSec}, 'UTC') AND bucket < toDateTime(${q.toSec}, 'UTC')
-                GROUP BY key, t ORDER BY key, t`;
+                GROUP BY key, t`;
+}
+
+/**
+ * The device sets are by far the largest column of every rollup, so they are read only when
+ * `devices` is asked for, in a SELECT of their own (a single expression choosing per key would
+ * make ClickHouse read and merge them for every row).
+ */
+export function telemetrySeriesSql(q: SeriesQuery): ChSql {
+  const selects: ChSql[] = [];
+  const measured = q.keys.filter((k) => k !== 'devices');
+  if (measured.length > 0) selects.push(seriesSelect(q, measured, `toFloat64(${AGG_EXPR[q.agg]})`));
+  if (q.keys.includes('devices')) selects.push(seriesSelect(q, ['devices'], DEVICES_EXPR));
+  return raw(`SELECT key, t, value FROM (${selects.map((x) => x.text).join(' UNION ALL ')}) ORDER BY key, t`);
 }
 
 export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow[]> {

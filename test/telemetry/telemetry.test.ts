@@ -208,12 +208,12 @@ describe('GET /api/venues/:id/telemetry', () => {
     expectSeries(res.body.temperature, want, 'default');
   });
 
-  it('answers 400 naming the cap when a key would get more than 10000 points', async () => {
-    const res = await telemetry(venue.utc, { keys: 'temperature', startTs: base, endTs: base + 8 * DAY, interval: MINUTE });
+  it('answers 400 naming the cap when a key would get more than 20160 points', async () => {
+    const res = await telemetry(venue.utc, { keys: 'temperature', startTs: base, endTs: base + 15 * DAY, interval: MINUTE });
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('VALIDATION_ERROR');
-    expect(res.body.error).toContain('10000');
-    const atCap = await telemetry(venue.utc, { keys: 'temperature', startTs: base, endTs: base + 10_000 * MINUTE, interval: MINUTE });
+    expect(res.body.error).toContain('20160');
+    const atCap = await telemetry(venue.utc, { keys: 'temperature', startTs: base, endTs: base + 14 * DAY, interval: MINUTE });
     expect(atCap.status).toBe(200);
   });
 
