@@ -10,7 +10,8 @@ export function createCh(cfg: Config, database: string | null = cfg.CLICKHOUSE_D
     password: cfg.CLICKHOUSE_PASSWORD,
     ...(database ? { database } : {}),
     request_timeout: 30000,
-    compression: { request: false, response: true },
+    // Gzip costs more CPU than it saves on a local network; turn it on for a distant server.
+    compression: { request: false, response: cfg.CLICKHOUSE_COMPRESSION },
     max_open_connections: 10,
   });
 }
@@ -57,4 +58,15 @@ export async function chRows<T>(ch: Ch, statement: ChSql): Promise<T[]> {
 
 export async function chExec(ch: Ch, statement: ChSql | string): Promise<void> {
   await ch.command({ query: typeof statement === 'string' ? statement : statement.text });
+}
+
+/**
+ * Rows as TabSeparated text, split here: for large numeric answers (telemetry series) this parses
+ * several times faster than JSONEachRow. Fields are strings as ClickHouse wrote them (`\N` = NULL).
+ */
+export async function chTsvRows(ch: Ch, statement: ChSql): Promise<string[][]> {
+  const result = await ch.query({ query: statement.text, format: 'TabSeparated' });
+  const text = await result.text();
+  if (text === '') return [];
+  return text.slice(0, text.endsWith('\n') ? -1 : undefined).split('\n').map((line) => line.split('\t'));
 }

@@ -26,6 +26,7 @@ export const configSchema = z.object({
   CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a plain identifier').default('venue'),
   CLICKHOUSE_USER: z.string().default('default'),
   CLICKHOUSE_PASSWORD: z.string().default(''),
+  CLICKHOUSE_COMPRESSION: bool.default(false),
   KAFKA_BROKERS: z
     .string()
     .regex(/^[^,\s:]+:\d+(,[^,\s:]+:\d+)*$/, 'comma-separated host:port pairs')

@@ -1,4 +1,4 @@
-import { chRows, chsql, raw, type Ch, type ChSql } from '../client.js';
+import { chTsvRows, chsql, raw, type Ch, type ChSql } from '../client.js';
 
 export const AGGREGATIONS = ['AVG', 'MAX', 'MIN', 'SUM', 'COUNT'] as const;
 export type Aggregation = (typeof AGGREGATIONS)[number];
@@ -74,6 +74,9 @@ export function telemetrySeriesSql(q: SeriesQuery): ChSql {
   return raw(`SELECT key, t, value FROM (${selects.map((x) => x.text).join(' UNION ALL ')}) ORDER BY key, t`);
 }
 
+/** `nan` (a bucket with no count) and `\N` read as null; keys never hold tabs or escapes. */
+const tsvNumber = (field: string): number | null => (field === 'nan' || field === '\\N' ? null : Number(field));
+
 export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow[]> {
-  return chRows<SeriesRow>(ch, telemetrySeriesSql(q));
+  return (await chTsvRows(ch, telemetrySeriesSql(q))).map(([key, t, value]) => ({ key: key!, t: Number(t), value: tsvNumber(value!) }));
 }
