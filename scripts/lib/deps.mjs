@@ -1,18 +1,30 @@
-import { existsSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
-/** Runs `npm ci` only when node_modules is missing or older than package-lock.json. */
+const manifestHash = (root) =>
+  createHash('sha256')
+    .update(readFileSync(join(root, 'package.json')))
+    .update(existsSync(join(root, 'package-lock.json')) ? readFileSync(join(root, 'package-lock.json')) : '')
+    .digest('hex');
+
+/**
+ * Installs npm dependencies when node_modules is missing or package.json / package-lock.json
+ * changed since the last install. `npm install`, not `npm ci`: the npm 11 on these machines writes
+ * lock files without other platforms' optional packages and its `ci` then refuses them as out of
+ * sync; `install` follows the lock all the same.
+ */
 export function ensureNodeModules(root, log = console.log) {
-  const marker = join(root, 'node_modules', '.package-lock.json');
-  const lock = join(root, 'package-lock.json');
-  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
-  log('npm: installing dependencies (first run only)…');
-  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: root, stdio: 'inherit' });
+  const stamp = join(root, 'node_modules', '.installed-manifest');
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === manifestHash(root)) return;
+  log('npm: installing dependencies…');
+  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) {
-    console.error('npm ci failed; see the output above');
+    console.error('npm install failed; see the output above');
     process.exit(r.status ?? 1);
   }
+  writeFileSync(stamp, manifestHash(root));
 }
 
 /** Compiles TypeScript to dist/ (incremental, so a second build is quick). */
