@@ -29,6 +29,13 @@ export type TelemetryKey = (typeof TELEMETRY_KEYS)[number];
 export const METRIC_NAMES = ['occupancy', 'temperature', 'co2', 'humidity', 'noise', 'entries', 'exits', 'amount'] as const;
 export type MetricName = (typeof METRIC_NAMES)[number];
 
+/**
+ * Event times end before 2100-01-01: ClickHouse's DateTime ends in 2106 (later times would be
+ * stored wrapped around), and telemetry queries share the bound.
+ */
+export const MAX_TS_MS = Date.UTC(2100, 0, 1);
+const epochMs = z.number().int().nonnegative().lt(MAX_TS_MS);
+
 export const canonicalEventSchema = z.object({
   /**
    * Assigned at ingest; unique; the sink's idempotency key. Random, except for events carrying a
@@ -41,11 +48,11 @@ export const canonicalEventSchema = z.object({
   connectorType: z.enum(CONNECTOR_TYPES),
   type: z.enum(EVENT_TYPES),
   /** Event time, epoch milliseconds. */
-  ts: z.number().int().nonnegative(),
+  ts: epochMs,
   /** When ingest accepted it, epoch milliseconds. */
-  receivedAt: z.number().int().nonnegative(),
-  /** Keyed HMAC pseudonym of the device's MAC, when the event names a device. */
-  device: z.string().nullable(),
+  receivedAt: epochMs,
+  /** Keyed HMAC pseudonym (32 hex digits) of the device's MAC, when the event names a device; never the MAC. */
+  device: z.string().regex(/^[0-9a-f]{32}$/, 'must be a device pseudonym (32 hex digits)').nullable(),
   /** True when the MAC had the locally-administered bit set (randomized MAC). */
   randomizedMac: z.boolean(),
   metrics: z.partialRecord(z.enum(METRIC_NAMES), z.number()),

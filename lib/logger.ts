@@ -1,13 +1,24 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 
-/** Keys whose values never reach a log line, wherever they sit in a logged object. */
-export const REDACTED_KEYS = [
+/**
+ * Keys whose values never reach a log line: at the top of a logged object or up to two levels down
+ * (`err.cause.config`), as the paths below spell out. Every connector secret field is listed (a test
+ * checks it against CONNECTORS).
+ */
+const REDACTED_KEYS = [
   'authorization',
   'api_key',
   'apiKey',
   'password',
   'secret',
   'webhook_secret',
+  'client_secret',
+  'streaming_key',
+  'app_secret',
+  'access_token',
+  'webhook_signature_key',
+  'api_token',
+  'webhook_header_value',
   'token',
   'x-admin-key',
   'config',

@@ -1,6 +1,13 @@
 import type { z } from 'zod';
 import { validation, type FieldProblem } from './errors.js';
 
+/**
+ * Postgres text and jsonb cannot hold U+0000. Wrap every free-text schema whose value is stored, so
+ * the character is a 400 naming the field rather than a database error.
+ */
+export const nulFree = <S extends z.ZodType<string>>(schema: S): S =>
+  schema.refine((v) => !v.includes('\u0000'), 'must not contain the NUL character (\\u0000)');
+
 export function fieldProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
   return error.issues.map((issue) => ({
     field: [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || prefix || '(root)',

@@ -3,7 +3,7 @@ import { activePartitions, dropPartition, type RetainedTable } from '../clickhou
 import type { Logger } from '../lib/logger.js';
 
 const DAY_MS = 86_400_000;
-export const RETENTION_EVERY_MS = 3_600_000;
+const RETENTION_EVERY_MS = 3_600_000;
 
 /**
  * The daily rollup's partitions are venue-local days; a local day can end up to 12 h after the

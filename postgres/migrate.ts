@@ -1,6 +1,6 @@
 import { repoPath } from '../lib/paths.js';
 import { readMigrations, runMigrations, type MigrationReport, type MigrationTarget } from '../lib/migrations.js';
-import { one, rows, sql, transaction, type Db } from './client.js';
+import { rows, sql, transaction, type Db } from './client.js';
 
 // One runner at a time per database, whatever process starts it.
 const LOCK_KEY = 72_410_001;
@@ -32,8 +32,4 @@ export async function migratePostgres(db: Db, dir = repoPath('postgres', 'migrat
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
     client.release();
   }
-}
-
-export async function postgresVersion(db: Db): Promise<string> {
-  return (await one<{ server_version: string }>(db, sql`SHOW server_version`))!.server_version;
 }

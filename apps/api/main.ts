@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { configOrExit } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import { closeServices, createServices } from '../../lib/services.js';
@@ -14,9 +14,27 @@ const services = await createServices(cfg, log);
 const deps = createApiDeps(services);
 const server = createServer(createApp(deps).callback());
 server.keepAliveTimeout = 65_000;
+// At shutdown every answer still to be written says `Connection: close`, so keep-alive clients
+// (proxies, load balancers) let go instead of holding the server open until keepAliveTimeout.
+let stopping = false;
+const unanswered = new Set<ServerResponse>();
+server.on('request', (_req, res: ServerResponse) => {
+  if (stopping) res.setHeader('Connection', 'close');
+  unanswered.add(res);
+  res.on('close', () => unanswered.delete(res));
+});
 server.listen(cfg.API_PORT, cfg.API_HOST, () => log.info({ port: cfg.API_PORT, host: cfg.API_HOST }, 'api listening'));
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
-  ['stop accepting', () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); })],
+  [
+    'stop accepting, answer the requests in flight',
+    () =>
+      new Promise<void>((resolve) => {
+        stopping = true;
+        for (const res of unanswered) if (!res.headersSent) res.setHeader('Connection', 'close');
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  ],
   ['close engines', () => closeServices(services)],
 ]);

@@ -127,7 +127,7 @@ function operation(d: RouteDoc): JsonSchema {
   };
 }
 
-export function buildOpenApi(docs: RouteDoc[], serverUrl: string): JsonSchema {
+function buildOpenApi(docs: RouteDoc[], serverUrl: string): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const d of docs) (paths[d.path] ??= {})[d.method] = operation(d);
   const errorResponses: Record<string, JsonSchema> = {};

@@ -18,7 +18,7 @@ export async function operatorEventCount(ch: Ch, q: OperatorWindow): Promise<num
   return row?.events ?? 0;
 }
 
-export const ACTIVITY_KEYS = ['events', 'entries', 'exits'] as const;
+const ACTIVITY_KEYS = ['events', 'entries', 'exits'] as const;
 export type ActivityKey = (typeof ACTIVITY_KEYS)[number];
 
 /** Events, entries and exits of all the operator's venues from the hourly rollup, in UTC buckets of bucketSec. */

@@ -27,7 +27,8 @@ export interface DashboardStats {
  * avgDwellSeconds is 0 until visits (dwell) are derived from presence events.
  */
 export async function dashboardStats(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<DashboardStats> {
-  const toSec = Math.floor(now / 1000);
+  // Stored times are whole seconds: the window ends after the current second, so an event from this very second counts.
+  const toSec = Math.floor(now / 1000) + 1;
   const [counts, events24h] = await Promise.all([
     dashboardCounts(deps.db, operatorId),
     operatorEventCount(deps.ch, { operatorId, fromSec: toSec - 86_400, toSec }),

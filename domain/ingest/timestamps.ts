@@ -22,7 +22,7 @@ export function parseTimestamp(text: string): number | undefined {
   return date.getTime() - offsetMinutes * 60_000;
 }
 
-export const MAX_FUTURE_MS = 5 * 60_000;
+const MAX_FUTURE_MS = 5 * 60_000;
 const DAY_MS = 86_400_000;
 
 export const TIMESTAMP_HINT = 'e.g. 2025-06-01T12:00:00Z or 2025-06-01T14:00:00.250+02:00';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ConnectorType } from '../../lib/events.js';
+import { nulFree } from '../../lib/validate.js';
 
 /**
  * Integration config per connector type (spec: Integration). Each schema is strict (an unknown
@@ -11,16 +12,16 @@ import type { ConnectorType } from '../../lib/events.js';
 export const REDACTED_MARKER = '[REDACTED]';
 
 const secret = z.string().min(1).max(4096);
-const identifier = z.string().trim().min(1).max(256);
-const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).max(2048);
+const identifier = nulFree(z.string().trim().min(1).max(256));
+const httpsUrl = nulFree(z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).max(2048));
 
-export const merakiConfig = z.strictObject({
+const merakiConfig = z.strictObject({
   api_key: secret,
   org_id: identifier,
   webhook_secret: secret.optional(),
 });
 
-export const unifiConfig = z.strictObject({
+const unifiConfig = z.strictObject({
   controller_url: httpsUrl,
   username: identifier,
   password: secret,
@@ -31,7 +32,7 @@ export const unifiConfig = z.strictObject({
 });
 
 /** Central: OAuth API client for REST plus the streaming key (expires every 7 days); ALE: on-prem REST login. */
-export const arubaConfig = z.discriminatedUnion('mode', [
+const arubaConfig = z.discriminatedUnion('mode', [
   z.strictObject({
     mode: z.literal('central'),
     base_url: httpsUrl,
@@ -49,13 +50,13 @@ export const arubaConfig = z.discriminatedUnion('mode', [
 ]);
 
 /** API at https://<dashboard_subdomain>.mywifi.io/api/<method>, authenticated by the app secret. */
-export const mywifiConfig = z.strictObject({
+const mywifiConfig = z.strictObject({
   dashboard_subdomain: z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/, 'a DNS label: lower-case letters, digits and "-"'),
   app_secret: secret,
 });
 
 /** The signature covers notification_url + body, so the URL Square posts to is part of the config. */
-export const squareConfig = z.strictObject({
+const squareConfig = z.strictObject({
   location_id: identifier,
   access_token: secret,
   webhook_signature_key: secret,
@@ -64,7 +65,7 @@ export const squareConfig = z.strictObject({
 });
 
 /** Density authenticates its webhooks by a custom header the customer chooses: name and value come together. */
-export const densityConfig = z
+const densityConfig = z
   .strictObject({
     api_token: secret,
     space_ids: z
@@ -83,7 +84,7 @@ export const densityConfig = z
   });
 
 /** Region selects the API host (api.verkada.com, api.eu.verkada.com, api.au.verkada.com). */
-export const verkadaConfig = z.strictObject({
+const verkadaConfig = z.strictObject({
   org_id: identifier,
   api_key: secret,
   webhook_secret: secret.optional(),

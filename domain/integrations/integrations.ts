@@ -49,7 +49,7 @@ export interface IntegrationUpdate {
 /** The AAD an envelope is bound to: a ciphertext opens only in its own integration and field. */
 export const secretContext = (integrationId: string, field: string) => `integrations/${integrationId}/${field}`;
 
-export function redactedConfig(row: Pick<IntegrationRow, 'config' | 'secrets'>): Record<string, unknown> {
+function redactedConfig(row: Pick<IntegrationRow, 'config' | 'secrets'>): Record<string, unknown> {
   return { ...row.config, ...Object.fromEntries(Object.keys(row.secrets).map((field) => [field, REDACTED_MARKER])) };
 }
 

@@ -1,15 +1,13 @@
 import type { Redis } from 'ioredis';
 import { AppError } from '../../lib/errors.js';
+import { redisAnswer } from '../../lib/redis.js';
 
 /** `ingest` is POST /ingest; `api` is the rest of the authenticated surface. */
 export type RateBucket = 'ingest' | 'api';
 
 /** Requests per operator per window, the same on every plan. */
 export const RATE_LIMITS: Readonly<Record<RateBucket, number>> = { ingest: 100, api: 1000 };
-export const RATE_WINDOW_MS = 60_000;
-
-/** A Redis answer slower than this is treated as Redis being away, so a hung Redis never hangs requests. */
-const REDIS_TIMEOUT_MS = 500;
+const RATE_WINDOW_MS = 60_000;
 
 export interface RateDecision {
   allowed: boolean;
@@ -62,21 +60,9 @@ export class RateLimiter {
   private async incrShared(key: string): Promise<number | undefined> {
     // ioredis has no offline queue here: while disconnected, skip the round trip altogether.
     if (this.redis.status !== 'ready') return undefined;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const result = await Promise.race([
-        this.redis.multi().incr(key).pexpire(key, 2 * RATE_WINDOW_MS).exec(),
-        new Promise<null>((resolve) => {
-          timer = setTimeout(() => resolve(null), REDIS_TIMEOUT_MS);
-        }),
-      ]);
-      const [err, value] = result?.[0] ?? [];
-      return err || typeof value !== 'number' ? undefined : value;
-    } catch {
-      return undefined;
-    } finally {
-      clearTimeout(timer);
-    }
+    const result = await redisAnswer(this.redis.multi().incr(key).pexpire(key, 2 * RATE_WINDOW_MS).exec());
+    const [err, value] = result?.[0] ?? [];
+    return err || typeof value !== 'number' ? undefined : value;
   }
 
   private incrLocal(key: string, window: number): number {

@@ -1,5 +1,5 @@
 import type { Services } from '../../lib/services.js';
-import { platformCounts } from '../../postgres/queries/system.js';
+import { pingDb, platformCounts } from '../../postgres/queries/system.js';
 import type { Throughput } from './throughput.js';
 
 export interface MemberHealth {
@@ -43,7 +43,7 @@ const round = (ms: number) => Math.round(ms * 100) / 100;
 /** Probes every engine in parallel with a real round trip; Postgres down means unhealthy. */
 export async function getHealth(s: Services, throughput: Throughput): Promise<Health> {
   const [db, redis, kafka, clickhouse] = await Promise.all([
-    probe(() => s.db.query('SELECT 1')),
+    probe(() => pingDb(s.db)),
     probe(() => s.redis.ping()),
     probe(() => s.kafkaAdmin.describeCluster()),
     probe(async () => {

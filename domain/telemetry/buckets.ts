@@ -1,8 +1,7 @@
 import { validation } from '../../lib/errors.js';
 import { DAY_MS, dayString, localDayNumber, localDayStart } from './calendar.js';
 
-/** Most buckets one key may return; a query over it is a 400, never truncated. */
-/** Two weeks of minutes or two years of hours per key in one answer. */
+/** Most buckets one key may return (two weeks of minutes); a query over it is a 400, never truncated. */
 export const TELEMETRY_POINT_CAP = 20_160;
 
 const MINUTE_MS = 60_000;

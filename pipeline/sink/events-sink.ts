@@ -320,8 +320,7 @@ export class EventsSink {
         partitions: [...new Set(unverified.map((i) => i.partition))],
         fromOffset: unverified.reduce((m, i) => (BigInt(i.offset) < m ? BigInt(i.offset) : m), BigInt(unverified[0]!.offset)),
         toOffset: unverified.reduce((m, i) => (BigInt(i.offset) > m ? BigInt(i.offset) : m), 0n),
-        fromTs: unverified.reduce((m, i) => Math.min(m, i.row!.ts), Infinity),
-        toTs: unverified.reduce((m, i) => Math.max(m, i.row!.ts), 0),
+        ...tsBounds(unverified),
       });
       for (const i of unverified) {
         if (stored.has(`${i.partition}:${i.offset}`)) {
@@ -360,8 +359,7 @@ export class EventsSink {
     if (derived.length === 0) return todo;
     const seen = await storedEventIds(this.opts.ch, {
       ids: [...new Set(derived.map((i) => i.row!.event_id))],
-      fromTs: derived.reduce((m, i) => Math.min(m, i.row!.ts), Infinity),
-      toTs: derived.reduce((m, i) => Math.max(m, i.row!.ts), 0),
+      ...tsBounds(derived),
     });
     for (const i of derived) {
       if (seen.has(i.row!.event_id)) {
@@ -482,6 +480,17 @@ export async function runEventsSink(
       await consumer.stop();
     },
   };
+}
+
+/** The event-time bounds (epoch seconds) of the items' rows: a replayed row keeps its event time, so they prune lookups. */
+function tsBounds(items: Item[]): { fromTs: number; toTs: number } {
+  let fromTs = Infinity;
+  let toTs = 0;
+  for (const i of items) {
+    fromTs = Math.min(fromTs, i.row!.ts);
+    toTs = Math.max(toTs, i.row!.ts);
+  }
+  return { fromTs, toTs };
 }
 
 /** Consecutive runs of at most `maxRows` items touching at most MAX_PARTITIONS_PER_INSERT raw partitions. */

@@ -1,4 +1,9 @@
-import { one, sql, type Queryable } from '../client.js';
+import { exec, one, sql, type Queryable } from '../client.js';
+
+/** One round trip, for the health probe. */
+export async function pingDb(db: Queryable): Promise<void> {
+  await exec(db, sql`SELECT 1`);
+}
 
 export async function platformCounts(db: Queryable): Promise<{ operator_count: number; venue_count: number; last_event_at: Date | null }> {
   return (await one(

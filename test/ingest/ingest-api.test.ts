@@ -158,6 +158,22 @@ describe('POST /ingest: each event on its own', () => {
     expect(published[2]!.event.ts).toBe(ms);
   });
 
+  it('takes any text in payload strings and drops unknown fields however deeply nested', async () => {
+    const venue = await newVenue(api, pro.key);
+    const message = 'nul\u0000 lone \ud800 emoji 😀 ünïcödé';
+    const deep = `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`;
+    const event = JSON.stringify({ type: 'heartbeat', timestamp: isoAgo(), payload: { message, version: 'x'.repeat(64), junk: 0 } }).replace('"junk":0', `"junk":${deep}`);
+    const res = await request(`${api.url}/ingest`, {
+      key: pro.key,
+      rawBody: `{"venue_id":"${venue.id}","connector_type":"meraki","events":[${event}]}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    expect(res.body).toEqual({ accepted: 1, rejected: 0, errors: [] });
+    const [published] = await tap.waitFor(venue.id, 1);
+    expect(published!.event.payload).toEqual({ status: 'ok', message, version: 'x'.repeat(64) });
+  });
+
   it('keeps a plan’s longer retention (Business: 365 days)', async () => {
     const venue = await newVenue(api, pro.key);
     const res = await ingest(api, pro.key, {

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket, connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Admin, Kafka, Producer } from 'kafkajs';
@@ -83,6 +83,9 @@ export function event(e: Pick<CanonicalEvent, 'operatorId' | 'venueId' | 'ts'> &
     ...e,
   };
 }
+
+/** A device pseudonym (32 hex digits, as ingest derives them) standing for `name`. */
+export const deviceId = (name: string): string => createHash('md5').update(name).digest('hex');
 
 /** Publishes in order, keyed by venue (as ingest does); raw values for poison messages. */
 export async function produce(h: Harness, items: Array<CanonicalEvent | { key: string; raw: string }>): Promise<void> {

@@ -9,6 +9,7 @@ import type { RunningSink } from '../../pipeline/sink/events-sink.js';
 import {
   allCommitted,
   clickhouseProxy,
+  deviceId,
   event,
   expectedTotals,
   newTenant,
@@ -48,7 +49,7 @@ function workload(t: { operatorId: string; venueIds: string[] }, n: number, end 
       case 2:
         return event({ ...base, type: 'exit', metrics: { exits: 1 + (i % 2) } });
       default:
-        return event({ ...base, type: 'device_seen', device: `dev-${i % 37}` });
+        return event({ ...base, type: 'device_seen', device: deviceId(`dev-${i % 37}`) });
     }
   });
 }
@@ -188,6 +189,36 @@ describe('events sink', () => {
       positions.add(`${partition}:${offset}`);
     }
     expect(positions.size).toBe(4);
+  });
+
+  it('dead-letters events ClickHouse could not store as sent, and stores any payload string exactly', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    const at = { operatorId: t.operatorId, venueId: t.venueIds[0]!, ts: Date.now() - HOUR_MS };
+    const odd = ['nul\u0000byte', 'lone \ud800 surrogate', 'emoji 😀 and ünïcödé', 'x'.repeat(100_000)];
+    const good = odd.map((message) => event({ ...at, type: 'heartbeat', payload: { message } }));
+    const poison = [
+      // DateTime ends in 2106: 18.16 would silently store these at a wrapped-around time.
+      event({ ...at, ts: Date.UTC(2200, 0, 1) }),
+      event({ ...at, receivedAt: Date.UTC(2200, 0, 1) }),
+      // A device must be a pseudonym: never a raw MAC, never text ClickHouse cannot read back.
+      event({ ...at, type: 'device_seen', device: 'aa:bb:cc:dd:ee:ff' }),
+      event({ ...at, type: 'device_seen', device: 'lone \ud800 surrogate' }),
+    ].map((e) => ({ key: e.venueId, raw: JSON.stringify(e) }));
+    // Parses, but too deep to store.
+    const deep = JSON.stringify(event({ ...at, payload: { nested: 'here' } })).replace('"here"', `${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`);
+    poison.push({ key: at.venueId, raw: deep });
+    await produce(h, [...good, ...poison]);
+    const g = group();
+    const s = await startSink(h, g);
+    try {
+      await allCommitted(h, g);
+      await expectExact(good, t.venueIds);
+      expect(s.sink.stats.deadLettered).toBe(poison.length);
+      const stored = await chRows<{ payload: string }>(h.ch, chsql`SELECT payload FROM events WHERE kafka_topic = ${h.topics.events}`);
+      expect(stored.map((r) => JSON.parse(r.payload).message).sort()).toEqual([...odd].sort());
+    } finally {
+      await s.stop();
+    }
   });
 
   it('drops re-deliveries of an event whose id derives from a vendor event id, in one batch or later', async () => {

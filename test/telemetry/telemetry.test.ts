@@ -3,7 +3,7 @@ import type { CanonicalEvent } from '../../lib/events.js';
 import { startApi, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
-import { allCommitted, event, openHarness, produce, startSink, type Harness } from '../pipeline/harness.js';
+import { allCommitted, deviceId, event, openHarness, produce, startSink, type Harness } from '../pipeline/harness.js';
 import {
   AGGS,
   BERLIN,
@@ -42,7 +42,7 @@ function busyHours(operatorId: string, venueId: string): CanonicalEvent[] {
     if (i % 5 === 0) out.push(event({ ...at, type: 'environment', metrics: { temperature: 15 + ((i * 7) % 100) / 10, humidity: 30 + (i % 40) } }));
     else if (i % 5 === 1) out.push(event({ ...at, type: 'entry', metrics: { entries: 1 + (i % 4) } }));
     else if (i % 5 === 2) out.push(event({ ...at, type: 'exit', metrics: { exits: 1 + (i % 3) } }));
-    else if (i % 5 === 3) out.push(event({ ...at, type: 'device_seen', device: `d-${i % 29}` }));
+    else if (i % 5 === 3) out.push(event({ ...at, type: 'device_seen', device: deviceId(`d-${i % 29}`) }));
     else out.push(event({ ...at, type: 'occupancy', metrics: { occupancy: (i * 13) % 200 } }));
   }
   // Noise only in the first and third hour: gaps for the fill modes.
@@ -58,7 +58,7 @@ function spread(operatorId: string, venueId: string, from: number, to: number, s
     const at = { operatorId, venueId, ts };
     if (i % 3 === 0) out.push(event({ ...at, metrics: { temperature: 10 + (i % 17) } }));
     else if (i % 3 === 1) out.push(event({ ...at, type: 'entry', metrics: { entries: 1 + (i % 5) } }));
-    else out.push(event({ ...at, type: 'device_seen', device: `m-${i % 11}` }));
+    else out.push(event({ ...at, type: 'device_seen', device: deviceId(`m-${i % 11}`) }));
   }
   return out;
 }

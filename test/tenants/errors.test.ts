@@ -74,6 +74,30 @@ describe('the error envelope', () => {
     expect(query.body.details).toEqual([{ field: 'limit', message: expect.any(String) }]);
   });
 
+  it('refuses the NUL character, which Postgres text and jsonb cannot hold, with 400 naming the field', async () => {
+    const venueId: string = (await newVenue(api, op.key, { name: 'NUL' })).id;
+    const cases: Array<[method: string, path: string, json: unknown, field: string]> = [
+      ['POST', '/api/operators', { name: 'a\u0000b', email: 'nul@example.com' }, 'name'],
+      ['POST', '/api/venues', { name: 'a\u0000b', timezone: 'UTC' }, 'name'],
+      ['POST', '/api/venues', { name: 'ok', timezone: 'UTC', address: 'x\u0000' }, 'address'],
+      ['PUT', `/api/venues/${venueId}`, { name: '\u0000' }, 'name'],
+      ['POST', `/api/venues/${venueId}/zones`, { slug: 'nul', name: 'a\u0000', type: 'area' }, 'name'],
+      ['POST', `/api/venues/${venueId}/integrations`, { connector_type: 'meraki', config: { api_key: 'k', org_id: 'o\u0000' } }, 'config.org_id'],
+      [
+        'POST',
+        `/api/venues/${venueId}/integrations`,
+        { connector_type: 'unifi', config: { controller_url: 'https://unifi.example.com/\u0000', username: 'u', password: 'p' } },
+        'config.controller_url',
+      ],
+    ];
+    for (const [method, path, json, field] of cases) {
+      const auth = path === '/api/operators' ? { headers: admin } : { key: op.key };
+      const res = await request(`${api.url}${path}`, { method, json, ...auth });
+      expect(res.status, `${method} ${path}`).toBe(400);
+      expect(res.body.details, `${method} ${path}`).toEqual([{ field, message: expect.stringContaining('NUL') }]);
+    }
+  });
+
   it('turns data errors that reach Postgres into 400/409, not 500', () => {
     const pgError = (code: string) => Object.assign(new pg.DatabaseError('boom', 0, 'error'), { code });
     expect(toAppError(pgError('22P02'))).toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });

@@ -1,10 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request, type RequestOptions } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { keyringFromConfig, open, seal, SecretBoxError, type Envelope, type Keyring } from '../../lib/secret-box.js';
-import { REDACTED_MARKER } from '../../domain/integrations/config-schemas.js';
+import { CONNECTORS, REDACTED_MARKER } from '../../domain/integrations/config-schemas.js';
+import { createLogger } from '../../lib/logger.js';
 import { resealIntegrationSecrets, secretContext } from '../../domain/integrations/integrations.js';
 
 let api: RunningApi;
@@ -345,6 +347,23 @@ describe('secret envelopes', () => {
     expect(one.iv).not.toBe(two.iv);
     expect(one.ct).not.toBe(two.ct);
     expect(open(two, { other: other.key }, 'ctx')).toBe('same');
+  });
+});
+
+describe('connector secrets in logs', () => {
+  it('are redacted by the logger under every secret field name of every connector type', () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const log = createLogger('redaction-test', 'info', sink);
+    const names = [...new Set(Object.values(CONNECTORS).flatMap((c) => [...c.secrets]))];
+    for (const name of names) log.info({ [name]: 'S3CRET', input: { [name]: 'S3CRET' }, body: { config: { [name]: 'S3CRET' } } }, name);
+    expect(lines).toHaveLength(names.length);
+    for (const line of lines) expect(line).not.toContain('S3CRET');
   });
 });
 

@@ -55,7 +55,8 @@ export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
       const allowed = allowedMethods(ctx);
       appErr = new AppError(405, 'METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`, { allowed }, { Allow: allowed.join(', ') });
     }
-    if (appErr.status >= 500) ctx.state.log?.error({ err }, 'request failed');
+    // A 501 is an unknown method: the client's doing, not a failure to log.
+    if (appErr.status >= 500 && appErr.status !== 501) ctx.state.log?.error({ err }, 'request failed');
     else if (err instanceof pg.DatabaseError) ctx.state.log?.warn({ err }, 'input reached Postgres unvalidated; validate it in the route');
     ctx.status = appErr.status;
     ctx.set(appErr.headers);

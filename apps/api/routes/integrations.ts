@@ -16,10 +16,10 @@ import type { ApiDeps } from '../app.js';
 import { authedRouter } from './authed.js';
 import { deletedResponse, readOnly, venueParams } from './venues.js';
 
-export const integrationParams = venueParams.extend({ integrationId: z.uuid('must be a UUID') });
+const integrationParams = venueParams.extend({ integrationId: z.uuid('must be a UUID') });
 
 /** The config is checked against the integration's own connector type once it is loaded. */
-export const updateIntegrationBody = z
+const updateIntegrationBody = z
   .strictObject({
     connector_type: z.enum(CONNECTOR_TYPES).optional(),
     config: z.record(z.string(), z.unknown()).optional(),

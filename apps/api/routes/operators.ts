@@ -2,12 +2,12 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { changePlan, createOperator, rotateKeyAsAdmin, verifyAdminSecret } from '../../../domain/tenants/operators.js';
 import { PLANS, SELF_SERVICE_PLANS } from '../../../domain/tenants/plans.js';
-import { parseInput } from '../../../lib/validate.js';
+import { nulFree, parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
 import type { ApiDeps } from '../app.js';
 
-export const createOperatorBody = z.object({
-  name: z.string().trim().min(1).max(200),
+const createOperatorBody = z.object({
+  name: nulFree(z.string().trim().min(1).max(200)),
   email: z.email().max(320),
   plan: z.enum(SELF_SERVICE_PLANS).default('free'),
 });

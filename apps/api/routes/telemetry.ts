@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AGGREGATIONS } from '../../../clickhouse/queries/telemetry.js';
 import { TELEMETRY_POINT_CAP } from '../../../domain/telemetry/buckets.js';
 import { FILLS, getTelemetry } from '../../../domain/telemetry/telemetry.js';
-import { TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/events.js';
+import { MAX_TS_MS, TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/events.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
 import type { ApiDeps } from '../app.js';
@@ -14,7 +14,7 @@ export const telemetryParams = z.object({ id: z.uuid('must be a UUID') });
 /** A non-negative integer written in digits (no '', no 1e3, no 1.5). */
 const digits = (what: string) => z.string(`required: ${what}`).regex(/^\d{1,16}$/, `must be ${what}`).transform(Number);
 
-const epochMs = digits('epoch milliseconds (an integer)').pipe(z.number().max(4_102_444_800_000, 'must be before 2100-01-01'));
+const epochMs = digits('epoch milliseconds (an integer)').pipe(z.number().max(MAX_TS_MS, 'must be before 2100-01-01'));
 
 const keys = z
   .string('required: comma-separated telemetry keys')

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createVenue, deleteVenue, getVenue, HARDWARE_TYPES, ianaTimezone, listVenues, updateVenue } from '../../../domain/venues/venues.js';
 import { ZONE_TYPES } from '../../../domain/zones/zones.js';
 import { CONNECTOR_TYPES } from '../../../lib/events.js';
-import { parseInput } from '../../../lib/validate.js';
+import { nulFree, parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
 import type { ApiDeps } from '../app.js';
 import { authedRouter } from './authed.js';
@@ -11,7 +11,7 @@ import { authedRouter } from './authed.js';
 /** Path ids are checked here, so a malformed id is a 400 rather than a failed uuid cast. */
 export const venueParams = z.object({ id: z.uuid('must be a UUID') });
 
-export const pageQuery = z.object({
+const pageQuery = z.object({
   limit: z.coerce.number().int('must be an integer').min(1, 'at least 1').max(200, 'at most 200').default(50),
   offset: z.coerce.number().int('must be an integer').min(0, 'must not be negative').default(0),
 });
@@ -26,9 +26,9 @@ const timezone = z
   .describe('IANA time zone name (canonical or link), e.g. Europe/Berlin or UTC; offsets are not accepted');
 
 const venueFields = {
-  name: z.string().trim().min(1).max(200),
+  name: nulFree(z.string().trim().min(1).max(200)),
   timezone,
-  address: z.string().trim().min(1).max(500).nullable().optional(),
+  address: nulFree(z.string().trim().min(1).max(500)).nullable().optional(),
   lat: z.number().min(-90).max(90).nullable().optional(),
   lng: z.number().min(-180).max(180).nullable().optional(),
   hardware_type: z.enum(HARDWARE_TYPES).nullable().optional().describe('the connector types, or other'),
@@ -43,9 +43,9 @@ const serverFields = {
   deleted_at: readOnly(),
 };
 
-export const createVenueBody = z.strictObject({ ...venueFields, ...serverFields });
+const createVenueBody = z.strictObject({ ...venueFields, ...serverFields });
 
-export const updateVenueBody = z
+const updateVenueBody = z
   .strictObject({ ...venueFields, name: venueFields.name.optional(), timezone: timezone.optional(), ...serverFields })
   .refine((b) => Object.values(b).some((v) => v !== undefined), 'send at least one of name, timezone, address, lat, lng, hardware_type');
 

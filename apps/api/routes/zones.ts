@@ -1,17 +1,17 @@
 import type Router from '@koa/router';
 import { z } from 'zod';
 import { createZone, deleteZone, getZone, listZones, updateZone, ZONE_SLUG, ZONE_TYPES } from '../../../domain/zones/zones.js';
-import { parseInput } from '../../../lib/validate.js';
+import { nulFree, parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
 import type { ApiDeps } from '../app.js';
 import { authedRouter } from './authed.js';
 import { deletedResponse, readOnly, venueParams } from './venues.js';
 
-export const zoneParams = venueParams.extend({ zoneId: z.uuid('must be a UUID') });
+const zoneParams = venueParams.extend({ zoneId: z.uuid('must be a UUID') });
 
 const zoneFields = {
   slug: z.string().max(64).regex(ZONE_SLUG, 'URL-safe: lower-case letters and digits, words joined by single "-"'),
-  name: z.string().trim().min(1).max(200),
+  name: nulFree(z.string().trim().min(1).max(200)),
   type: z.enum(ZONE_TYPES),
   capacity: z.number().min(0).nullable().optional(),
 };
@@ -25,9 +25,9 @@ const serverFields = {
   deleted_at: readOnly(),
 };
 
-export const createZoneBody = z.strictObject({ ...zoneFields, ...serverFields });
+const createZoneBody = z.strictObject({ ...zoneFields, ...serverFields });
 
-export const updateZoneBody = z
+const updateZoneBody = z
   .strictObject({ ...zoneFields, slug: zoneFields.slug.optional(), name: zoneFields.name.optional(), type: zoneFields.type.optional(), ...serverFields })
   .refine((b) => Object.values(b).some((v) => v !== undefined), 'send at least one of slug, name, type, capacity');
 
