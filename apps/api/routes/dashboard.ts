@@ -8,7 +8,7 @@ import { authedRouter } from './authed.js';
 
 const RANGES = Object.keys(DASHBOARD_RANGES) as [DashboardRange, ...DashboardRange[]];
 
-export const dashboardEventsQuery = z.object({
+const dashboardEventsQuery = z.object({
   range: z.enum(RANGES).default('7d').describe('24h: 24 hourly buckets; 7d, 30d, 90d: daily buckets (UTC), each ending with the current one'),
 });
 

@@ -9,7 +9,7 @@ import type { ApiDeps } from '../app.js';
 import { authedRouter } from './authed.js';
 
 /** Events are only counted here; each one is validated on its own so one bad event never fails the batch. */
-export const ingestBody = z.object({
+const ingestBody = z.object({
   venue_id: z.uuid(),
   connector_type: z.enum(CONNECTOR_TYPES),
   events: z
@@ -24,7 +24,7 @@ const ingestEventDoc = z.object({
   payload: z.record(z.string(), z.unknown()).describe('connector-specific fields (docs/events.md)'),
 });
 
-export const ingestResult = z.object({
+const ingestResult = z.object({
   accepted: z.int(),
   rejected: z.int(),
   errors: z.array(z.object({ index: z.int().describe('position in events'), reason: z.string() })),

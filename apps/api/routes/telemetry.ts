@@ -9,7 +9,7 @@ import type { RouteDoc } from '../route-docs.js';
 import type { ApiDeps } from '../app.js';
 import { authedRouter } from './authed.js';
 
-export const telemetryParams = z.object({ id: z.uuid('must be a UUID') });
+const telemetryParams = z.object({ id: z.uuid('must be a UUID') });
 
 /** A non-negative integer written in digits (no '', no 1e3, no 1.5). */
 const digits = (what: string) => z.string(`required: ${what}`).regex(/^\d{1,16}$/, `must be ${what}`).transform(Number);
@@ -30,7 +30,7 @@ const keys = z
   })
   .describe(`comma-separated: ${TELEMETRY_KEYS.join(', ')}`);
 
-export const telemetryQuery = z
+const telemetryQuery = z
   .object({
     keys,
     startTs: epochMs.describe('range start, epoch ms, inclusive'),
