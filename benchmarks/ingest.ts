@@ -99,7 +99,7 @@ const cpuOf = (pid: number | undefined) => {
 };
 const pidFile = (p: string) => Number(readFileSync(repoPath('.stack', p), 'utf8').trim()) || undefined;
 const api = startProcess('api', 'dist/apps/api/main.js', env);
-const pipeline = startProcess('pipeline', 'dist/pipeline/main.js', env);
+const pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', env);
 const base = `http://127.0.0.1:${API_PORT}`;
 await waitFor('api', async () => (await fetch(`${base}/health`)).ok);
 

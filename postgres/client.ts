@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Config } from '../lib/config.js';
+import type { Logger } from '../lib/logger.js';
 
 export type Db = pg.Pool;
 export type Queryable = pg.Pool | pg.PoolClient;
@@ -21,10 +22,10 @@ export function sql(strings: TemplateStringsArray, ...values: unknown[]): Statem
 pg.types.setTypeParser(20, (v) => Number(v));
 pg.types.setTypeParser(1700, (v) => Number(v));
 
-export function createDb(cfg: Config, max = 10): Db {
+export function createDb(cfg: Config, max = 10, log?: Logger): Db {
   const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max, connectionTimeoutMillis: 3000, idleTimeoutMillis: 30000 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
-  pool.on('error', () => undefined);
+  pool.on('error', (err) => log?.warn({ err: err.message }, 'postgres: idle connection lost; the pool replaces it'));
   return pool;
 }
 

@@ -60,7 +60,7 @@ process.on('SIGTERM', () => shutdown(0));
 
 start('api', 'dist/apps/api/main.js');
 start('edge', 'dist/apps/edge/main.js');
-start('pipeline', 'dist/pipeline/main.js');
+start('pipeline', 'dist/apps/pipeline/main.js');
 
 const base = env.PUBLIC_URL ?? 'http://127.0.0.1:8080';
 for (let i = 0; i < 60 && !stopping; i++) {

@@ -1,8 +1,7 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
 import './types.js';
-import type { Services } from '../../lib/services.js';
-import { Throughput } from '../../domain/system/throughput.js';
+import type { ApiDeps } from './deps.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { requestContext } from './middleware/request.js';
 import { jsonBody } from './middleware/body.js';
@@ -17,15 +16,6 @@ import { integrationRoutes } from './routes/integrations.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { telemetryRoutes } from './routes/telemetry.js';
 import { dashboardRoutes } from './routes/dashboard.js';
-
-export interface ApiDeps {
-  services: Services;
-  throughput: Throughput;
-}
-
-export function createApiDeps(services: Services): ApiDeps {
-  return { services, throughput: new Throughput(services.redis) };
-}
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa({ proxy: true });

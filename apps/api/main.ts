@@ -1,9 +1,10 @@
 import { createServer, type ServerResponse } from 'node:http';
 import { configOrExit } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
-import { closeServices, createServices } from '../../lib/services.js';
+import { closeServices, createServices } from '../shared/services.js';
 import { onShutdown } from '../../lib/shutdown.js';
-import { createApiDeps, createApp } from './app.js';
+import { createApp } from './app.js';
+import { createApiDeps } from './deps.js';
 
 const cfg = configOrExit();
 const log = createLogger('api', cfg.LOG_LEVEL);

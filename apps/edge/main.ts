@@ -4,7 +4,7 @@ import { configOrExit } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import { createKafka, ensureTopics, topicsFor } from '../../lib/kafka.js';
 import { onShutdown } from '../../lib/shutdown.js';
-import { runConsumer } from '../../pipeline/consumer.js';
+import { runConsumer } from '../../lib/consumer.js';
 
 const cfg = configOrExit();
 const log = createLogger('edge', cfg.LOG_LEVEL);

@@ -1,4 +1,8 @@
-import type { Services } from '../../lib/services.js';
+import type { Admin } from 'kafkajs';
+import type { Redis } from 'ioredis';
+import type { Ch } from '../../clickhouse/client.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Db } from '../../postgres/client.js';
 import { pingDb, platformCounts } from '../../postgres/queries/system.js';
 import type { Throughput } from './throughput.js';
 
@@ -16,6 +20,16 @@ export interface Health {
   clickhouse: MemberHealth;
   stats: { lastEventAt: string | null; operatorCount: number; venueCount: number; eventsPerMin: number };
   uptime: number;
+}
+
+/** The engines a health check probes (a process's services satisfy it). */
+export interface Engines {
+  db: Db;
+  ch: Ch;
+  redis: Redis;
+  kafkaAdmin: Admin;
+  log: Logger;
+  startedAt: number;
 }
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -41,7 +55,7 @@ async function probe(check: () => Promise<unknown>): Promise<MemberHealth> {
 const round = (ms: number) => Math.round(ms * 100) / 100;
 
 /** Probes every engine in parallel with a real round trip; Postgres down means unhealthy. */
-export async function getHealth(s: Services, throughput: Throughput): Promise<Health> {
+export async function getHealth(s: Engines, throughput: Throughput): Promise<Health> {
   const [db, redis, kafka, clickhouse] = await Promise.all([
     probe(() => pingDb(s.db)),
     probe(() => s.redis.ping()),
@@ -51,7 +65,10 @@ export async function getHealth(s: Services, throughput: Throughput): Promise<He
       if (!r.success) throw r.error;
     }),
   ]);
-  const counts = db.connected ? await platformCounts(s.db).catch(() => undefined) : undefined;
+  const counts = db.connected ? await platformCounts(s.db).catch((err: Error) => {
+        s.log.warn({ err: err.message }, 'health: platform counts unavailable; reporting zeros');
+        return undefined;
+      }) : undefined;
   const allUp = db.connected && redis.connected && kafka.connected && clickhouse.connected;
   return {
     status: !db.connected ? 'unhealthy' : allUp ? 'healthy' : 'degraded',

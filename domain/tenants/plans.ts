@@ -1,11 +1,8 @@
-/**
- * Plans. The operator-creation enum (`free|starter|pro`) maps onto the spec's quota table
- * (Free/Team/Business); Enterprise is assigned by an administrator only (`enterprise`).
- */
-export const PLANS = ['free', 'starter', 'pro', 'enterprise'] as const;
-export type Plan = (typeof PLANS)[number];
-export const SELF_SERVICE_PLANS = ['free', 'starter', 'pro'] as const;
+import type { Plan } from '../../lib/plans.js';
 
+export { PLANS, SELF_SERVICE_PLANS, type Plan } from '../../lib/plans.js';
+
+/** What each plan allows (spec: Limits, monthly quotas). */
 export interface PlanLimits {
   label: 'Free' | 'Team' | 'Business' | 'Enterprise';
   ingestEvents: number;

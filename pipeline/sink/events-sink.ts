@@ -8,7 +8,7 @@ import { advanceLastEventAt } from '../../postgres/queries/venues.js';
 import { deadLetter, describeError } from './dead-letter.js';
 import { partitionKey, toRow, type Origin } from './rows.js';
 import { VenueContexts } from './venue-context.js';
-import { runConsumer, type RunningConsumer } from '../consumer.js';
+import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
 
 /**
  * The events sink: Kafka → ClickHouse raw `events` (and, through its materialized views, every

@@ -1,5 +1,5 @@
 import { exec, one, rows, sql, type Queryable } from '../client.js';
-import type { Plan } from '../../domain/tenants/plans.js';
+import type { Plan } from '../../lib/plans.js';
 
 export interface VenueOwnership {
   id: string;

@@ -50,7 +50,7 @@ describe('configuration', () => {
 
 describe('a process started with a bad variable', () => {
   it('stops with exit code 1 and one line naming the variable', () => {
-    const r = spawnSync(process.execPath, ['node_modules/vite-node/vite-node.mjs', 'pipeline/main.ts'], {
+    const r = spawnSync(process.execPath, ['node_modules/vite-node/vite-node.mjs', 'apps/pipeline/main.ts'], {
       env: { ...process.env, KAFKA_PARTITIONS: 'many' },
       encoding: 'utf8',
       timeout: 30_000,

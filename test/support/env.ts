@@ -4,8 +4,9 @@ import { readFileSync } from 'node:fs';
 import { config, loadConfig, parseDotenv, type Config } from '../../lib/config.js';
 import { repoPath } from '../../lib/paths.js';
 import { createLogger } from '../../lib/logger.js';
-import { closeServices, createServices, type Services } from '../../lib/services.js';
-import { createApiDeps, createApp, type ApiDeps } from '../../apps/api/app.js';
+import { closeServices, createServices, type Services } from '../../apps/shared/services.js';
+import { createApp } from '../../apps/api/app.js';
+import { createApiDeps, type ApiDeps } from '../../apps/api/deps.js';
 
 /** The run's configuration (set up by global-setup), optionally with some variables replaced. */
 export function testConfig(overrides: Partial<Record<keyof Config, string>> = {}): Config {

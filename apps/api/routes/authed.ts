@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { requireOperator } from '../middleware/auth.js';
 import { limiterFor, rateLimit } from '../middleware/rate-limit.js';
 import { meterApiCalls } from '../middleware/quota.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 
 /**
  * A router whose routes all need a bearer key, then pass the per-operator rate limit (unless

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { DASHBOARD_RANGES, dashboardEvents, dashboardStats, type DashboardRange } from '../../../domain/dashboard/dashboard.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 import { authedRouter } from './authed.js';
 
 const RANGES = Object.keys(DASHBOARD_RANGES) as [DashboardRange, ...DashboardRange[]];

@@ -5,7 +5,7 @@ import { parseInput } from '../../../lib/validate.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST } from '../../../domain/ingest/ingest.js';
 import { Pseudonyms } from '../../../domain/ingest/pseudonyms.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 import { authedRouter } from './authed.js';
 
 /** Events are only counted here; each one is validated on its own so one bad event never fails the batch. */

@@ -12,7 +12,7 @@ import { CONNECTOR_TYPES } from '../../../lib/events.js';
 import { keyringFromConfig } from '../../../lib/secret-box.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 import { authedRouter } from './authed.js';
 import { deletedResponse, readOnly, venueParams } from './venues.js';
 

@@ -4,7 +4,7 @@ import { listApiKeys, rotateOwnKey } from '../../../domain/tenants/operators.js'
 import { parseInput } from '../../../lib/validate.js';
 import { bearerToken } from '../middleware/auth.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 import { authedRouter } from './authed.js';
 import { rotatedKey } from './operators.js';
 

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { openApiDocument } from '../openapi.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 
 /** Public, like /health: never authenticated, never rate limited. */
 export function openapiRoutes(deps: ApiDeps): Router {

@@ -4,7 +4,7 @@ import { changePlan, createOperator, rotateKeyAsAdmin, verifyAdminSecret } from 
 import { PLANS, SELF_SERVICE_PLANS } from '../../../domain/tenants/plans.js';
 import { nulFree, parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 
 const createOperatorBody = z.object({
   name: nulFree(z.string().trim().min(1).max(200)),

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { getHealth, toStatus } from '../../../domain/system/health.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 
 /** Public endpoints: never authenticated, never rate limited. */
 export function systemRoutes(deps: ApiDeps): Router {

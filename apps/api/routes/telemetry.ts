@@ -6,7 +6,7 @@ import { FILLS, getTelemetry } from '../../../domain/telemetry/telemetry.js';
 import { MAX_TS_MS, TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/events.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 import { authedRouter } from './authed.js';
 
 const telemetryParams = z.object({ id: z.uuid('must be a UUID') });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { usageReport } from '../../../domain/limits/quotas.js';
 import { PLANS } from '../../../domain/tenants/plans.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 import { authedRouter } from './authed.js';
 
 const counter = z.object({

@@ -5,7 +5,7 @@ import { ZONE_TYPES } from '../../../domain/zones/zones.js';
 import { CONNECTOR_TYPES } from '../../../lib/events.js';
 import { nulFree, parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 import { authedRouter } from './authed.js';
 
 /** Path ids are checked here, so a malformed id is a 400 rather than a failed uuid cast. */

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createZone, deleteZone, getZone, listZones, updateZone, ZONE_SLUG, ZONE_TYPES } from '../../../domain/zones/zones.js';
 import { nulFree, parseInput } from '../../../lib/validate.js';
 import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../app.js';
+import type { ApiDeps } from '../deps.js';
 import { authedRouter } from './authed.js';
 import { deletedResponse, readOnly, venueParams } from './venues.js';
 

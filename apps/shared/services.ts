@@ -1,12 +1,12 @@
 import type { Kafka, Producer, Admin } from 'kafkajs';
 import type { Redis } from 'ioredis';
-import type { Config } from './config.js';
-import type { Logger } from './logger.js';
-import { createKafka, createProducer, createPublisher, ensureTopics, topicsFor, type Publisher } from './kafka.js';
-import { createRedis } from './redis.js';
-import { createDb, type Db } from '../postgres/client.js';
-import { createCh, type Ch } from '../clickhouse/client.js';
-import type { Topics } from './events.js';
+import type { Config } from '../../lib/config.js';
+import type { Logger } from '../../lib/logger.js';
+import { createKafka, createProducer, createPublisher, ensureTopics, topicsFor, type Publisher } from '../../lib/kafka.js';
+import { createRedis } from '../../lib/redis.js';
+import { createDb, type Db } from '../../postgres/client.js';
+import { createCh, type Ch } from '../../clickhouse/client.js';
+import type { Topics } from '../../lib/events.js';
 
 /** The engines a process talks to, created once at start-up and closed in order at shutdown. */
 export interface Services {
@@ -29,7 +29,7 @@ export async function createServices(cfg: Config, log: Logger, opts: { dbPoolSiz
   const services: Services = {
     cfg,
     log,
-    db: createDb(cfg, opts.dbPoolSize),
+    db: createDb(cfg, opts.dbPoolSize, log),
     ch: createCh(cfg),
     redis: createRedis(cfg),
     kafka,

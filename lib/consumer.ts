@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import type { Logger } from '../lib/logger.js';
+import type { Logger } from './logger.js';
 
 export interface ConsumerSpec {
   groupId: string;

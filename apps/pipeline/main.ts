@@ -1,9 +1,9 @@
-import { configOrExit } from '../lib/config.js';
-import { createLogger } from '../lib/logger.js';
-import { closeServices, createServices } from '../lib/services.js';
-import { onShutdown } from '../lib/shutdown.js';
-import { scheduleRetention } from './retention.js';
-import { runEventsSink } from './sink/events-sink.js';
+import { configOrExit } from '../../lib/config.js';
+import { createLogger } from '../../lib/logger.js';
+import { closeServices, createServices } from '../shared/services.js';
+import { onShutdown } from '../../lib/shutdown.js';
+import { scheduleRetention } from '../../pipeline/retention.js';
+import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 
 const cfg = configOrExit();
 const log = createLogger('pipeline', cfg.LOG_LEVEL);
