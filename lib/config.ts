@@ -61,6 +61,8 @@ const configSchema = z.object({
   PIPELINE_BATCH_ROWS: z.coerce.number().int().min(1).default(50000),
   PIPELINE_BATCH_MS: z.coerce.number().int().min(10).default(500),
   RATE_LIMITS_ENABLED: bool.default(true),
+  /** Requests refused for a missing or bad key, per client address per minute, before such requests get 429 instead of 401. */
+  UNAUTHENTICATED_RATE_LIMIT: z.coerce.number().int().min(1).default(300),
 });
 
 export type Config = z.infer<typeof configSchema>;

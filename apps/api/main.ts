@@ -33,7 +33,13 @@ onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
       new Promise<void>((resolve) => {
         stopping = true;
         for (const res of unanswered) if (!res.headersSent) res.setHeader('Connection', 'close');
-        server.close(() => resolve());
+        // A keep-alive connection turns idle only once its request is fully read, which can be
+        // after an early answer (a 401 before the body): keep closing the idle ones until done.
+        const sweep = setInterval(() => server.closeIdleConnections(), 100);
+        server.close(() => {
+          clearInterval(sweep);
+          resolve();
+        });
         server.closeIdleConnections();
       }),
   ],

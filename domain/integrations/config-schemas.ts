@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ConnectorType } from '../../lib/events.js';
-import { nulFree } from '../../lib/validate.js';
+import { storableText } from '../../lib/validate.js';
 
 /**
  * Integration config per connector type (spec: Integration). Each schema is strict (an unknown
@@ -11,9 +11,9 @@ import { nulFree } from '../../lib/validate.js';
 /** Stands in for every secret in responses; sent back on update it means "keep the stored value". */
 export const REDACTED_MARKER = '[REDACTED]';
 
-const secret = z.string().min(1).max(4096);
-const identifier = nulFree(z.string().trim().min(1).max(256));
-const httpsUrl = nulFree(z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).max(2048));
+const secret = storableText(z.string().min(1).max(4096));
+const identifier = storableText(z.string().trim().min(1).max(256));
+const httpsUrl = storableText(z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).max(2048));
 
 const merakiConfig = z.strictObject({
   api_key: secret,

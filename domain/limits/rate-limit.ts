@@ -2,11 +2,16 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../../lib/errors.js';
 import { redisAnswer } from '../../lib/redis.js';
 
-/** `ingest` is POST /ingest; `api` is the rest of the authenticated surface. */
-export type RateBucket = 'ingest' | 'api';
+/**
+ * `ingest` is POST /ingest; `api` is the rest of the authenticated surface; both per operator.
+ * `unauthenticated` counts requests refused for a missing or bad key, per client address.
+ */
+export type RateBucket = 'ingest' | 'api' | 'unauthenticated';
 
-/** Requests per operator per window, the same on every plan. */
-export const RATE_LIMITS: Readonly<Record<RateBucket, number>> = { ingest: 100, api: 1000 };
+/** The spec's requests per operator per window, the same on every plan. */
+export const RATE_LIMITS: Readonly<Record<'ingest' | 'api', number>> = { ingest: 100, api: 1000 };
+/** Failed authentications per client address per window, unless configured otherwise. */
+export const DEFAULT_UNAUTHENTICATED_LIMIT = 300;
 const RATE_WINDOW_MS = 60_000;
 
 export interface RateDecision {
@@ -20,7 +25,7 @@ export interface RateDecision {
 }
 
 export interface RateLimiterOptions {
-  limits?: Readonly<Record<RateBucket, number>>;
+  limits?: Partial<Readonly<Record<RateBucket, number>>>;
   now?: () => number;
 }
 
@@ -36,15 +41,15 @@ export class RateLimiter {
   private localWindow = -1;
 
   constructor(private readonly redis: Redis, opts: RateLimiterOptions = {}) {
-    this.limits = opts.limits ?? RATE_LIMITS;
+    this.limits = { ...RATE_LIMITS, unauthenticated: DEFAULT_UNAUTHENTICATED_LIMIT, ...opts.limits };
     this.now = opts.now ?? Date.now;
   }
 
-  /** Counts one request (refused ones too: a client hammering a closed window stays refused). */
-  async hit(operatorId: string, bucket: RateBucket): Promise<RateDecision> {
+  /** Counts one request of `subject` (an operator id, or a client address): refused ones too, so a client hammering a closed window stays refused. */
+  async hit(subject: string, bucket: RateBucket): Promise<RateDecision> {
     const now = this.now();
     const window = Math.floor(now / RATE_WINDOW_MS);
-    const key = `rl:${bucket}:${operatorId}:${window}`;
+    const key = `rl:${bucket}:${subject}:${window}`;
     const shared = await this.incrShared(key);
     const count = shared ?? this.incrLocal(key, window);
     const limit = this.limits[bucket];
@@ -90,7 +95,9 @@ export function rateLimited(d: RateDecision, bucket: RateBucket): AppError {
   return new AppError(
     429,
     'RATE_LIMITED',
-    `rate limit of ${d.limit} ${bucket === 'ingest' ? 'ingest ' : ''}requests per minute reached for this operator; retry in ${d.resetSeconds} s`,
+    bucket === 'unauthenticated'
+      ? `too many requests without a valid API key from this address (${d.limit} per minute); retry in ${d.resetSeconds} s with a valid key`
+      : `rate limit of ${d.limit} ${bucket === 'ingest' ? 'ingest ' : ''}requests per minute reached for this operator; retry in ${d.resetSeconds} s`,
     { limit: d.limit, windowSeconds: RATE_WINDOW_MS / 1000, retryAfter: d.resetSeconds },
     { ...rateLimitHeaders(d), 'Retry-After': String(d.resetSeconds) },
   );

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testConfig } from '../support/env.js';
 import { sleep } from './support.js';
 
 let api: ChildProcess;
@@ -40,8 +41,12 @@ describe('the api process on SIGTERM', () => {
     const socket = connect(port, '127.0.0.1');
     let answer = '';
     socket.on('data', (chunk) => (answer += chunk.toString()));
+    // An admin request, so the api reads the body (a request without a key is answered before its body).
     const body = '{"events":[]}';
-    socket.write(`POST /ingest HTTP/1.1\r\nHost: api\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+    const admin = testConfig().ADMIN_SECRET;
+    socket.write(
+      `POST /api/operators HTTP/1.1\r\nHost: api\r\nConnection: keep-alive\r\nX-Admin-Key: ${admin}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
     socket.write(body.slice(0, 5));
     await sleep(300);
     const signalled = Date.now();
@@ -52,8 +57,8 @@ describe('the api process on SIGTERM', () => {
     const code = await Promise.race([exited, sleep(10_000).then(() => 'still running')]);
     expect(code).toBe(0);
     expect(Date.now() - signalled).toBeLessThan(10_000);
-    // The request was answered (no key: 401), and the server said it would close the connection.
-    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    // The request was answered (an invalid operator body: 400), and the server said it would close the connection.
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer.toLowerCase()).toContain('connection: close');
     socket.destroy();
   });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimiter, RATE_LIMITS } from '../../domain/limits/rate-limit.js';
-import { bucketFor } from '../../apps/api/middleware/rate-limit.js';
+import { OPERATIONS } from '../../apps/api/operations/index.js';
+import { meteringOf } from '../../apps/api/operations/operation.js';
 import { createRedis } from '../../lib/redis.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request, type JsonResponse } from '../support/http.js';
@@ -82,9 +83,10 @@ describe('RateLimiter against real Redis', () => {
 
   it('uses the spec limits by default, and the ingest bucket only for POST /ingest', () => {
     expect(RATE_LIMITS).toEqual({ ingest: 100, api: 1000 });
-    expect(bucketFor('/ingest')).toBe('ingest');
-    expect(bucketFor('/INGEST/')).toBe('ingest');
-    for (const path of ['/api/venues', '/api/ingest', '/ingest/x', '/mcp']) expect(bucketFor(path)).toBe('api');
+    const ingestBucket = OPERATIONS.filter((op) => meteringOf(op)?.rate === 'ingest').map((op) => `${op.method} ${op.path}`);
+    expect(ingestBucket).toEqual(['post /ingest']);
+    const apiBucket = OPERATIONS.filter((op) => meteringOf(op)?.rate === 'api');
+    expect(apiBucket.length).toBe(OPERATIONS.filter((op) => op.auth === 'bearer').length - 1);
   });
 });
 

@@ -1,38 +1,86 @@
 import type { IncomingMessage } from 'node:http';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { AppError } from '../../../lib/errors.js';
+import { findLoneSurrogate } from '../../../lib/validate.js';
+
+/** Refuses malformed UTF-8 instead of turning it into U+FFFD. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
+/** Deeper JSON than any connector sends; checked on the text before parsing, so `[[[[…` costs a scan, not a parse. */
+export const MAX_JSON_DEPTH = 64;
+
+export interface BodyOptions {
+  limit?: number;
+  /** A top-level key whose items the operation checks one by one (ingest's `events`): not refused here for a lone surrogate. */
+  checkedPerItem?: string;
+}
 
 /**
- * Reads a JSON body up to a fixed size. Our own parser so that every failure has the spec's
- * envelope: 413 over the limit (checked on the declared length and again while streaming), 400 for
- * malformed JSON or a wrong content type. Bodies of other routes (e.g. /mcp) are left to their transport.
+ * Reads the JSON body of an operation that takes one. It runs after the route matched, the caller
+ * was authenticated and the rate limit passed, so nobody without a key makes the api read a body.
+ * Every failure has the spec's envelope: 415 for a Content-Encoding or charset we do not read, 413
+ * over the limit (checked on the declared length and again while streaming), 400 for malformed or
+ * too deeply nested JSON, a non-JSON content type, or a lone surrogate in a string.
  */
-export function jsonBody(limit = MAX_BODY_BYTES) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    if (!['POST', 'PUT', 'PATCH'].includes(ctx.method) || ctx.path === '/mcp') return next();
-    const declared = Number(ctx.get('content-length') || 0);
-    if (declared > limit) throw tooLarge(limit);
-    const text = await readText(ctx.req, limit);
-    if (text.trim() === '') {
-      ctx.request.body = undefined;
-      return next();
-    }
-    if (!ctx.is('application/json', '+json')) {
-      throw new AppError(400, 'VALIDATION_ERROR', 'request body must be JSON with Content-Type: application/json', [
-        { field: 'body', message: `unsupported content type ${ctx.get('content-type') || '(none)'}` },
-      ]);
-    }
-    try {
-      ctx.request.body = JSON.parse(text);
-    } catch (err) {
-      throw new AppError(400, 'VALIDATION_ERROR', 'request body is not valid JSON', [
-        { field: 'body', message: (err as Error).message },
-      ]);
-    }
-    return next();
-  };
+export async function readJsonBody(ctx: Context, opts: BodyOptions = {}): Promise<unknown> {
+  const limit = opts.limit ?? MAX_BODY_BYTES;
+  const encoding = ctx.get('content-encoding').trim().toLowerCase();
+  if (encoding && encoding !== 'identity') {
+    throw unsupported(`Content-Encoding ${encoding.slice(0, 32)} is not accepted; send the JSON uncompressed`, 'content-encoding');
+  }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(ctx.get('content-type'))?.[1]?.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+    throw unsupported(`charset ${charset.slice(0, 32)} is not accepted; JSON bodies are UTF-8`, 'content-type');
+  }
+  const declared = Number(ctx.get('content-length') || 0);
+  if (declared > limit) throw tooLarge(limit);
+  const text = await readText(ctx.req, limit);
+  if (text.trim() === '') return undefined;
+  if (!ctx.is('application/json', '+json')) {
+    throw new AppError(400, 'VALIDATION_ERROR', 'request body must be JSON with Content-Type: application/json', [
+      { field: 'body', message: `unsupported content type ${ctx.get('content-type').slice(0, 100) || '(none)'}` },
+    ]);
+  }
+  const depth = jsonDepth(text);
+  if (depth > MAX_JSON_DEPTH) {
+    throw new AppError(400, 'VALIDATION_ERROR', `request body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
+      { field: 'body', message: `nesting depth over ${MAX_JSON_DEPTH}` },
+    ]);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new AppError(400, 'VALIDATION_ERROR', 'request body is not valid JSON', [{ field: 'body', message: (err as Error).message.slice(0, 200) }]);
+  }
+  const checked = opts.checkedPerItem && body && typeof body === 'object' && !Array.isArray(body) ? { ...body, [opts.checkedPerItem]: undefined } : body;
+  const field = findLoneSurrogate(checked);
+  if (field) {
+    throw new AppError(400, 'VALIDATION_ERROR', `invalid body: check ${field}`, [
+      { field, message: 'must be well-formed Unicode: a lone surrogate (\\ud800-\\udfff without its pair) cannot be stored' },
+    ]);
+  }
+  return body;
+}
+
+/** The deepest nesting of arrays and objects in a JSON text (strings skipped); stops counting past the limit. */
+function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > deepest) deepest = depth;
+      if (deepest > MAX_JSON_DEPTH) return deepest;
+    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
+  }
+  return deepest;
 }
 
 /**
@@ -56,7 +104,14 @@ function readText(req: IncomingMessage, limit: number): Promise<string> {
         reject(tooLarge(limit));
       });
     };
-    const onEnd = () => settle(() => resolve(Buffer.concat(chunks).toString('utf8')));
+    const onEnd = () =>
+      settle(() => {
+        try {
+          resolve(utf8.decode(Buffer.concat(chunks)));
+        } catch {
+          reject(new AppError(400, 'VALIDATION_ERROR', 'request body is not valid UTF-8', [{ field: 'body', message: 'invalid UTF-8 byte sequence' }]));
+        }
+      });
     // The client went away mid-body: nobody will read the answer, but the request must still settle.
     const onGone = () => settle(() => reject(new AppError(400, 'VALIDATION_ERROR', 'request body ended early', [{ field: 'body', message: 'incomplete' }])));
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
@@ -71,3 +126,6 @@ const tooLarge = (limit: number) =>
     { limitBytes: limit },
     { Connection: 'close' },
   );
+
+const unsupported = (message: string, header: string) =>
+  new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', message, [{ field: header, message: 'send Content-Type: application/json (UTF-8) without Content-Encoding' }]);

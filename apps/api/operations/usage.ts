@@ -1,10 +1,8 @@
-import type Router from '@koa/router';
 import { z } from 'zod';
 import { usageReport } from '../../../domain/limits/quotas.js';
 import { PLANS } from '../../../domain/tenants/plans.js';
-import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../deps.js';
-import { authedRouter } from './authed.js';
+import { operation } from './operation.js';
+import { timestamp } from './schemas.js';
 
 const counter = z.object({
   used: z.number().int(),
@@ -16,8 +14,8 @@ const counter = z.object({
 const usageBody = z.object({
   plan: z.enum(PLANS),
   planName: z.string(),
-  periodStart: z.iso.datetime(),
-  resetsAt: z.iso.datetime(),
+  periodStart: timestamp,
+  resetsAt: timestamp,
   apiCalls: counter,
   mcpQueries: counter,
   ingestEvents: counter.extend({ dropped: z.number().int().describe('events refused over quota (Free)') }),
@@ -25,22 +23,17 @@ const usageBody = z.object({
   retentionDays: z.number().int(),
 });
 
-export function usageRoutes(deps: ApiDeps): Router {
-  const router = authedRouter(deps);
-  router.get('/api/usage', async (ctx) => {
-    ctx.body = await usageReport(deps.services.db, ctx.state.operator);
-  });
-  return router;
-}
-
-export const docs: RouteDoc[] = [
-  {
+export const usageOperations = [
+  operation({
+    id: 'getUsage',
     method: 'get',
     path: '/api/usage',
     summary: "The current billing month's usage against the plan's quotas (not itself counted, and served over quota)",
     tag: 'Usage',
     auth: 'bearer',
-    responses: { 200: { description: 'counters, quotas and reset time', schema: usageBody } },
+    metering: { rate: 'api', quota: 'none' },
+    response: { status: 200, description: 'counters, quotas and reset time', schema: usageBody },
     errors: [],
-  },
+    handler: (_input, { deps, operator }) => usageReport(deps.services.db, operator),
+  }),
 ];

@@ -1,20 +1,12 @@
-import type Router from '@koa/router';
 import { z } from 'zod';
 import { AGGREGATIONS } from '../../../clickhouse/queries/telemetry.js';
 import { TELEMETRY_POINT_CAP } from '../../../domain/telemetry/buckets.js';
 import { FILLS, getTelemetry } from '../../../domain/telemetry/telemetry.js';
 import { MAX_TS_MS, TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/events.js';
-import { parseInput } from '../../../lib/validate.js';
-import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../deps.js';
-import { authedRouter } from './authed.js';
+import { operation } from './operation.js';
+import { queryInt, VENUE_ERRORS, venueParams } from './schemas.js';
 
-const telemetryParams = z.object({ id: z.uuid('must be a UUID') });
-
-/** A non-negative integer written in digits (no '', no 1e3, no 1.5). */
-const digits = (what: string) => z.string(`required: ${what}`).regex(/^\d{1,16}$/, `must be ${what}`).transform(Number);
-
-const epochMs = digits('epoch milliseconds (an integer)').pipe(z.number().max(MAX_TS_MS, 'must be before 2100-01-01'));
+const epochMs = queryInt('epoch milliseconds (an integer)', { min: 0, max: Number.MAX_SAFE_INTEGER }).pipe(z.number().lt(MAX_TS_MS, 'must be before 2100-01-01'));
 
 const keys = z
   .string('required: comma-separated telemetry keys')
@@ -35,7 +27,7 @@ const telemetryQuery = z
     keys,
     startTs: epochMs.describe('range start, epoch ms, inclusive'),
     endTs: epochMs.describe('range end, epoch ms, exclusive'),
-    interval: digits('milliseconds (an integer)')
+    interval: queryInt('milliseconds (an integer)', { min: 0, max: Number.MAX_SAFE_INTEGER })
       .default(3_600_000)
       .describe('bucket size in ms (default 3600000): whole minutes; whole hours read hourly, whole days venue-local daily aggregates'),
     agg: z.enum(AGGREGATIONS).default('AVG').describe('devices: distinct devices per bucket whatever the aggregation'),
@@ -45,32 +37,31 @@ const telemetryQuery = z
 
 const point = z.object({ ts: z.number().int().describe('bucket start, epoch ms'), value: z.number().nullable() });
 
-export function telemetryRoutes(deps: ApiDeps): Router {
-  const { db, ch } = deps.services;
-  const router = authedRouter(deps);
-  router.get('/api/venues/:id/telemetry', async (ctx) => {
-    const { id } = parseInput(telemetryParams, ctx.params, 'params');
-    const query = parseInput(telemetryQuery, ctx.query, 'query');
-    ctx.body = await getTelemetry({ db, ch }, ctx.state.operator.id, id, query);
-  });
-  return router;
-}
-
-export const docs: RouteDoc[] = [
-  {
+export const telemetryOperations = [
+  operation({
+    id: 'getTelemetry',
     method: 'get',
     path: '/api/venues/{id}/telemetry',
     summary: `Aggregated telemetry of a venue per key, over [startTs, endTs); at most ${TELEMETRY_POINT_CAP} points per key (more is a 400)`,
     tag: 'Telemetry',
     auth: 'bearer',
-    params: telemetryParams,
+    params: venueParams,
     query: telemetryQuery,
-    responses: {
-      200: {
-        description: 'Each requested key with its buckets ({ts, value}) in time order; value is null only with fill=null',
-        schema: z.partialRecord(z.enum(TELEMETRY_KEYS), z.array(point)),
-      },
+    response: {
+      status: 200,
+      description: 'Each requested key with its buckets ({ts, value}) in time order; value is null only with fill=null',
+      schema: z.partialRecord(z.enum(TELEMETRY_KEYS), z.array(point)),
     },
-    errors: [400, 401, 403, 404, 429],
-  },
+    errors: VENUE_ERRORS,
+    tool: {
+      name: 'get_telemetry',
+      description:
+        `Time series of one venue: for each requested key (${TELEMETRY_KEYS.join(', ')}) a list of {ts, value} buckets over [startTs, endTs), ` +
+        'times in epoch milliseconds (UTC). interval is the bucket size in ms (default 3600000 = 1 hour; 60000 = 1 minute; 86400000 = one venue-local day); ' +
+        `agg is AVG, MAX, MIN, SUM or COUNT (devices always counts distinct devices). At most ${TELEMETRY_POINT_CAP} buckets per key. ` +
+        'Units: occupancy people, temperature °C, co2 ppm, humidity %, noise dB, entries/exits people.',
+      rename: { id: 'venue_id' },
+    },
+    handler: ({ params, query }, { deps, operator }) => getTelemetry({ db: deps.services.db, ch: deps.services.ch }, operator.id, params.id, query),
+  }),
 ];

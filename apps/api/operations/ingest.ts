@@ -1,12 +1,7 @@
-import type Router from '@koa/router';
 import { z } from 'zod';
 import { CONNECTOR_TYPES, EVENT_TYPES } from '../../../lib/events.js';
-import { parseInput } from '../../../lib/validate.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST } from '../../../domain/ingest/ingest.js';
-import { Pseudonyms } from '../../../domain/ingest/pseudonyms.js';
-import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../deps.js';
-import { authedRouter } from './authed.js';
+import { operation } from './operation.js';
 
 /** Events are only counted here; each one is validated on its own so one bad event never fails the batch. */
 const ingestBody = z.object({
@@ -30,40 +25,33 @@ const ingestResult = z.object({
   errors: z.array(z.object({ index: z.int().describe('position in events'), reason: z.string() })),
 });
 
-export const docs: RouteDoc[] = [
-  {
+export const ingestOperations = [
+  operation({
+    id: 'ingest',
     method: 'post',
     path: '/ingest',
     summary: 'Ingest a batch of up to 1,000 connector events for one venue; answered after the event stream acknowledged them',
     tag: 'Ingest',
     auth: 'bearer',
-    body: ingestBody.extend({ events: z.array(ingestEventDoc).min(1).max(MAX_EVENTS_PER_REQUEST) }),
-    responses: { 202: { description: 'accepted and rejected counts, with the reason for each rejected event', schema: ingestResult } },
+    // Its own, smaller rate bucket; metered per accepted event by the domain, not as an API call.
+    metering: { rate: 'ingest', quota: 'none' },
+    body: ingestBody,
+    // Any text is safe in payload strings (they travel JSON-escaped); each event is checked on its own.
+    checkedPerItem: 'events',
+    bodyDoc: ingestBody.extend({ events: z.array(ingestEventDoc).min(1).max(MAX_EVENTS_PER_REQUEST) }),
+    response: { status: 202, description: 'accepted and rejected counts, with the reason for each rejected event', schema: ingestResult },
     errors: [403, 404, 503],
-  },
+    handler: ({ body }, { deps, operator, log }) =>
+      ingestBatch(
+        {
+          db: deps.services.db,
+          publisher: deps.services.publisher,
+          topic: deps.services.topics.events,
+          pseudonyms: deps.pseudonyms,
+          throughput: deps.throughput,
+          log,
+        },
+        { operator, venueId: body.venue_id, connectorType: body.connector_type, events: body.events },
+      ),
+  }),
 ];
-
-export function ingestRoutes(deps: ApiDeps): Router {
-  const { services } = deps;
-  const ingestDeps = {
-    db: services.db,
-    publisher: services.publisher,
-    topic: services.topics.events,
-    pseudonyms: new Pseudonyms(services.cfg.PSEUDONYM_KEY),
-    throughput: deps.throughput,
-    log: services.log.child({ component: 'ingest' }),
-  };
-  const router = authedRouter(deps);
-  router.post('/ingest', async (ctx) => {
-    const input = parseInput(ingestBody, ctx.request.body ?? {}, 'body');
-    const result = await ingestBatch(ingestDeps, {
-      operator: ctx.state.operator,
-      venueId: input.venue_id,
-      connectorType: input.connector_type,
-      events: input.events,
-    });
-    ctx.status = 202;
-    ctx.body = result;
-  });
-  return router;
-}

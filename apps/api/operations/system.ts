@@ -1,22 +1,7 @@
-import Router from '@koa/router';
 import { z } from 'zod';
 import { getHealth, toStatus } from '../../../domain/system/health.js';
-import type { RouteDoc } from '../route-docs.js';
-import type { ApiDeps } from '../deps.js';
-
-/** Public endpoints: never authenticated, never rate limited. */
-export function systemRoutes(deps: ApiDeps): Router {
-  const router = new Router();
-  router.get('/health', async (ctx) => {
-    const health = await getHealth(deps.services, deps.throughput);
-    ctx.status = health.status === 'unhealthy' ? 503 : 200;
-    ctx.body = health;
-  });
-  router.get('/api/status', async (ctx) => {
-    ctx.body = toStatus(await getHealth(deps.services, deps.throughput));
-  });
-  return router;
-}
+import { openApiDocument } from '../http/openapi.js';
+import { operation, Reply } from './operation.js';
 
 const member = z.object({ connected: z.boolean(), latencyMs: z.number(), error: z.string().optional() });
 const health = z.object({
@@ -43,27 +28,44 @@ const status = z.object({
   checkedAt: z.iso.datetime(),
 });
 
-export const docs: RouteDoc[] = [
-  {
+/** Public endpoints: never authenticated, never rate limited. */
+export const systemOperations = [
+  operation({
+    id: 'getHealth',
     method: 'get',
     path: '/health',
     summary: 'Health of this instance and every engine it uses',
     tag: 'System',
     auth: 'public',
+    response: { status: 200, description: 'healthy, or degraded while an engine other than Postgres is away', schema: health },
     // 503 carries the health document itself (not the error envelope), for load balancers.
-    responses: {
-      200: { description: 'healthy, or degraded while an engine other than Postgres is away', schema: health },
-      503: { description: 'unhealthy: Postgres unreachable', schema: health },
-    },
+    otherResponses: { 503: { description: 'unhealthy: Postgres unreachable', schema: health } },
     errors: [],
-  },
-  {
+    handler: async (_input, { deps }) => {
+      const h = await getHealth(deps.services, deps.throughput);
+      return h.status === 'unhealthy' ? new Reply(503, h) : h;
+    },
+  }),
+  operation({
+    id: 'getStatus',
     method: 'get',
     path: '/api/status',
     summary: 'Public service status, without infrastructure internals',
     tag: 'System',
     auth: 'public',
-    responses: { 200: { description: 'current status', schema: status } },
+    response: { status: 200, description: 'current status', schema: status },
     errors: [],
-  },
+    handler: async (_input, { deps }) => toStatus(await getHealth(deps.services, deps.throughput)),
+  }),
+  operation({
+    id: 'getOpenApi',
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This OpenAPI 3.1 document',
+    tag: 'System',
+    auth: 'public',
+    response: { status: 200, description: 'the OpenAPI document' },
+    errors: [],
+    handler: async (_input, { deps }) => openApiDocument(deps.services.cfg.PUBLIC_URL),
+  }),
 ];

@@ -1,29 +1,9 @@
 import { z } from 'zod';
-import type { ErrorCode } from '../../lib/errors.js';
-import { RATE_LIMITS } from '../../domain/limits/rate-limit.js';
-import { MAX_BODY_BYTES } from './middleware/body.js';
-import type { RouteDoc } from './route-docs.js';
-import { docs as systemDocs } from './routes/system.js';
-import { docs as openapiDocs } from './routes/openapi.js';
-import { docs as operatorDocs } from './routes/operators.js';
-import { docs as keyDocs } from './routes/keys.js';
-import { docs as usageDocs } from './routes/usage.js';
-import { docs as venueDocs } from './routes/venues.js';
-import { docs as zoneDocs } from './routes/zones.js';
-import { docs as integrationDocs } from './routes/integrations.js';
-import { docs as ingestDocs } from './routes/ingest.js';
-import { docs as telemetryDocs } from './routes/telemetry.js';
-import { docs as dashboardDocs } from './routes/dashboard.js';
-
-/**
- * The OpenAPI 3.1 document, generated from the zod schemas the routes parse with. The rule: every
- * module in routes/ exports `docs: RouteDoc[]`, and this list names each module once (a test
- * compares it with the routers' registered routes). A function, not a constant: route modules
- * import this file, so the list is read only after every module has loaded.
- */
-export function routeDocs(): RouteDoc[] {
-  return [...systemDocs, ...openapiDocs, ...operatorDocs, ...keyDocs, ...usageDocs, ...venueDocs, ...zoneDocs, ...integrationDocs, ...ingestDocs, ...telemetryDocs, ...dashboardDocs];
-}
+import type { ErrorCode } from '../../../lib/errors.js';
+import { RATE_LIMITS } from '../../../domain/limits/rate-limit.js';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from '../middleware/body.js';
+import { OPERATIONS } from '../operations/index.js';
+import { TAGS, type AnyOperation } from '../operations/operation.js';
 
 /** Every error code with its meaning; a Record so that a code added to ErrorCode must be added here. */
 const ERROR_MEANINGS: Record<ErrorCode, string> = {
@@ -33,8 +13,9 @@ const ERROR_MEANINGS: Record<ErrorCode, string> = {
   VALIDATION_ERROR: 'body, query or path failed validation; `details` lists each bad field',
   CONFLICT: 'the resource already exists or changed meanwhile',
   PAYLOAD_TOO_LARGE: `request body over ${MAX_BODY_BYTES} bytes`,
+  UNSUPPORTED_MEDIA_TYPE: 'a Content-Encoding or charset other than identity / UTF-8',
   METHOD_NOT_ALLOWED: 'the path exists but not with this method (the Allow header lists the methods)',
-  RATE_LIMITED: 'per-operator rate limit reached; retry after Retry-After seconds',
+  RATE_LIMITED: 'per-operator rate limit reached, or too many requests without a valid key from one address; retry after Retry-After seconds',
   QUOTA_EXCEEDED: "Free plan's monthly quota used up; Retry-After is the time to the next billing period",
   PLAN_LIMIT_REACHED: "the plan's limit (e.g. max venues) is reached; upgrade the plan",
   ALREADY_ACKNOWLEDGED: 'the alarm is already acknowledged',
@@ -52,25 +33,27 @@ export const errorEnvelope = z
   .describe(Object.entries(ERROR_MEANINGS).map(([code, meaning]) => `${code}: ${meaning}`).join('\n'));
 
 const ERROR_STATUSES: Record<number, string> = {
-  400: 'VALIDATION_ERROR: invalid JSON, content type, body, query or path parameter',
+  400: `VALIDATION_ERROR: invalid JSON (or nested deeper than ${MAX_JSON_DEPTH}), content type, body, query or path parameter`,
   401: 'UNAUTHORIZED',
   403: 'FORBIDDEN or PLAN_LIMIT_REACHED',
   404: 'NOT_FOUND',
   405: 'METHOD_NOT_ALLOWED',
   409: 'CONFLICT, ALREADY_ACKNOWLEDGED or ALREADY_CLEARED',
   413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'RATE_LIMITED or QUOTA_EXCEEDED',
   500: 'INTERNAL_ERROR',
   503: 'SERVICE_UNAVAILABLE',
 };
 
-/** Error statuses every route of a kind can answer, added to the ones its doc lists. */
-function impliedErrors(d: RouteDoc): number[] {
+/** Error statuses every operation of a kind can answer, added to the ones it declares. */
+function impliedErrors(op: AnyOperation): number[] {
   const out = [500];
-  if (d.auth === 'bearer') out.push(401, 429);
-  if (d.auth === 'admin') out.push(401);
-  if (d.params || d.query || d.body) out.push(400);
-  if (d.body) out.push(413);
+  if (op.auth === 'bearer') out.push(401, 429);
+  // Past the budget of failed authentications per address, 429 instead of 401.
+  if (op.auth === 'admin') out.push(401, 429);
+  if (op.params || op.query || op.body) out.push(400);
+  if (op.body) out.push(413, 415);
   return out;
 }
 
@@ -96,9 +79,9 @@ function parameters(where: 'path' | 'query', schema: z.ZodObject | undefined): J
 
 const header = (description: string) => ({ description, schema: { type: 'integer' } });
 
-function operation(d: RouteDoc): JsonSchema {
+function operation(op: AnyOperation): JsonSchema {
   const rateHeaders =
-    d.auth === 'bearer'
+    op.auth === 'bearer'
       ? {
           'RateLimit-Limit': { $ref: '#/components/headers/RateLimit-Limit' },
           'RateLimit-Remaining': { $ref: '#/components/headers/RateLimit-Remaining' },
@@ -106,30 +89,31 @@ function operation(d: RouteDoc): JsonSchema {
         }
       : undefined;
   const responses: Record<string, JsonSchema> = {};
-  for (const [status, r] of Object.entries(d.responses)) {
+  for (const [status, r] of Object.entries({ [op.response.status]: op.response, ...op.otherResponses })) {
     responses[status] = {
       description: r.description,
       ...(rateHeaders ? { headers: rateHeaders } : {}),
       ...(r.schema ? { content: { 'application/json': { schema: jsonSchema(r.schema, 'output') } } } : {}),
     };
   }
-  for (const status of [...new Set([...d.errors, ...impliedErrors(d)])].sort((a, b) => a - b)) {
+  for (const status of [...new Set([...op.errors, ...impliedErrors(op)])].sort((a, b) => a - b)) {
     responses[status] = { $ref: `#/components/responses/Error${status}` };
   }
+  const body = op.bodyDoc ?? op.body;
   return {
-    operationId: `${d.method}${d.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
-    summary: d.summary,
-    tags: [d.tag],
-    security: d.auth === 'bearer' ? [{ bearerAuth: [] }] : d.auth === 'admin' ? [{ adminKey: [] }] : [],
-    parameters: [...parameters('path', d.params), ...parameters('query', d.query)],
-    ...(d.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(d.body, 'input') } } } } : {}),
+    operationId: op.id,
+    summary: op.summary,
+    tags: [op.tag],
+    security: op.auth === 'bearer' ? [{ bearerAuth: [] }] : op.auth === 'admin' ? [{ adminKey: [] }] : [],
+    parameters: [...parameters('path', op.params), ...parameters('query', op.query)],
+    ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(body, 'input') } } } } : {}),
     responses,
   };
 }
 
-function buildOpenApi(docs: RouteDoc[], serverUrl: string): JsonSchema {
+function buildOpenApi(operations: readonly AnyOperation[], serverUrl: string): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  for (const d of docs) (paths[d.path] ??= {})[d.method] = operation(d);
+  for (const op of operations) (paths[op.path] ??= {})[op.method] = operation(op);
   const errorResponses: Record<string, JsonSchema> = {};
   for (const [status, description] of Object.entries(ERROR_STATUSES)) {
     errorResponses[`Error${status}`] = {
@@ -151,7 +135,7 @@ function buildOpenApi(docs: RouteDoc[], serverUrl: string): JsonSchema {
     },
     servers: [{ url: serverUrl }],
     security: [{ bearerAuth: [] }],
-    tags: [...new Set(docs.map((d) => d.tag))].map((name) => ({ name })),
+    tags: [...new Set(operations.map((op) => op.tag))].map((name) => ({ name, description: TAGS[name] })),
     paths,
     components: {
       securitySchemes: {
@@ -173,6 +157,6 @@ function buildOpenApi(docs: RouteDoc[], serverUrl: string): JsonSchema {
 let cached: { url: string; doc: JsonSchema } | undefined;
 
 export function openApiDocument(serverUrl: string): JsonSchema {
-  if (cached?.url !== serverUrl) cached = { url: serverUrl, doc: buildOpenApi(routeDocs(), serverUrl) };
+  if (cached?.url !== serverUrl) cached = { url: serverUrl, doc: buildOpenApi(OPERATIONS, serverUrl) };
   return cached.doc;
 }

@@ -1,0 +1,57 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { countUsage } from '../../../domain/limits/quotas.js';
+import { rateLimitHeaders, rateLimited } from '../../../domain/limits/rate-limit.js';
+import { parseInput } from '../../../lib/validate.js';
+import type { ApiDeps } from '../deps.js';
+import { adminAuth, bearerAuth, limitingFailures } from '../middleware/auth.js';
+import { readJsonBody } from '../middleware/body.js';
+import { limiterFor } from '../middleware/rate-limit.js';
+import { koaPath, meteringOf, Reply, type AnyOperation, type BearerContext, type OperationContext } from '../operations/operation.js';
+
+/**
+ * The koa routes, generated from the operation declarations. Per request, in this order and each
+ * step only once the one before passed: route match (an unknown path is a 404 before anything is
+ * read), authentication, the rate limit, the monthly quota meter, reading the body, validating
+ * params / query / body with the declared schemas, the domain call, the declared status.
+ */
+export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperation[]): Router {
+  const { cfg, db } = deps.services;
+  const limiter = cfg.RATE_LIMITS_ENABLED ? limiterFor(deps.services.redis, cfg) : undefined;
+  const router = new Router();
+
+  for (const op of operations) {
+    const metering = meteringOf(op);
+    router[op.method](koaPath(op.path), async (ctx: Context) => {
+      let context: OperationContext | BearerContext = { deps, log: ctx.state.log };
+      if (op.auth === 'admin') await limitingFailures(limiter, ctx, () => adminAuth(cfg.ADMIN_SECRET, ctx));
+      if (op.auth === 'bearer') {
+        const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
+        ctx.state.log = ctx.state.log.child({ operatorId: operator.id });
+        context = { deps, log: ctx.state.log, operator, apiKey };
+        if (limiter && metering) {
+          const decision = await limiter.hit(operator.id, metering.rate);
+          if (!decision.allowed) throw rateLimited(decision, metering.rate);
+          // Set before the handler runs, so error responses carry the headers too.
+          ctx.set(rateLimitHeaders(decision));
+        }
+        if (metering && metering.quota !== 'none') await countUsage(db, operator, metering.quota);
+      }
+      const body = op.body ? await readJsonBody(ctx, { checkedPerItem: op.checkedPerItem }) : undefined;
+      const input = {
+        params: op.params ? parseInput(op.params, ctx.params, 'params') : undefined,
+        query: op.query ? parseInput(op.query, ctx.query, 'query') : undefined,
+        body: op.body ? parseInput(op.body, body ?? {}, 'body') : undefined,
+      };
+      const result = await op.handler(input, context as BearerContext);
+      if (result instanceof Reply) {
+        ctx.status = result.status;
+        ctx.body = result.body;
+      } else {
+        ctx.status = op.response.status;
+        ctx.body = result;
+      }
+    });
+  }
+  return router;
+}

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { AppError, type FieldProblem } from '../../../lib/errors.js';
+import { parseInput } from '../../../lib/validate.js';
+import { Reply, type AnyOperation, type BearerContext } from '../operations/operation.js';
+
+/**
+ * MCP tools generated from the operations marked `tool`: the same schemas, the same domain call,
+ * the same errors as the REST route. The tool's arguments are the operation's path and query
+ * parameters (renamed as the declaration says, e.g. `id` → `venue_id`); numbers and booleans an
+ * agent sends are read as the query string would carry them.
+ */
+export interface GeneratedTool {
+  name: string;
+  description: string;
+  inputSchema: z.ZodObject;
+  outputSchema?: z.ZodType;
+  annotations: { title: string; readOnlyHint: true; idempotentHint: true; openWorldHint: false };
+  /** Validates the arguments (400 VALIDATION_ERROR naming each bad argument) and calls the domain. */
+  call(args: Record<string, unknown>, ctx: BearerContext): Promise<unknown>;
+}
+
+const asQueryValue = (v: unknown) => (typeof v === 'number' || typeof v === 'boolean' ? String(v) : v);
+
+export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] {
+  return operations.flatMap((op) => {
+    if (!op.tool) return [];
+    if (op.auth !== 'bearer' || op.method !== 'get') throw new Error(`${op.id}: only authenticated reads can be MCP tools`);
+    const rename = op.tool.rename ?? {};
+    const argName = (field: string) => rename[field] ?? field;
+    const shape: Record<string, z.ZodType> = {};
+    const sources: Array<['params' | 'query', z.ZodObject | undefined]> = [
+      ['params', op.params],
+      ['query', op.query],
+    ];
+    for (const [where, schema] of sources) {
+      for (const [field, fieldSchema] of Object.entries(schema?.shape ?? {})) {
+        shape[argName(field)] = where === 'query' ? z.preprocess(asQueryValue, fieldSchema as z.ZodType) : (fieldSchema as z.ZodType);
+      }
+    }
+    const pick = (schema: z.ZodObject | undefined, args: Record<string, unknown>) =>
+      Object.fromEntries(Object.keys(schema?.shape ?? {}).map((field) => [field, asQueryValue(args[argName(field)])]));
+    return [
+      {
+        name: op.tool.name,
+        description: op.tool.description,
+        inputSchema: z.object(shape),
+        outputSchema: op.response.schema,
+        annotations: { title: op.summary, readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+        async call(args: Record<string, unknown>, ctx: BearerContext) {
+          let input;
+          try {
+            input = {
+              params: op.params ? parseInput(op.params, pick(op.params, args), 'arguments') : undefined,
+              query: op.query ? parseInput(op.query, pick(op.query, args), 'arguments') : undefined,
+              body: undefined,
+            };
+          } catch (err) {
+            throw withArgumentNames(err, argName);
+          }
+          const result = await op.handler(input, ctx);
+          return result instanceof Reply ? result.body : result;
+        },
+      },
+    ];
+  });
+}
+
+/** A validation error names the tool's arguments (`venue_id`), not the route's parameters (`id`). */
+function withArgumentNames(err: unknown, argName: (field: string) => string): unknown {
+  if (!(err instanceof AppError) || err.code !== 'VALIDATION_ERROR' || !Array.isArray(err.details)) return err;
+  const details = (err.details as FieldProblem[]).map((d) => {
+    const [first = '', ...rest] = d.field.split('.');
+    return { ...d, field: [argName(first), ...rest].join('.') };
+  });
+  return new AppError(400, 'VALIDATION_ERROR', `invalid arguments: check ${[...new Set(details.map((d) => d.field))].join(', ')}`, details);
+}

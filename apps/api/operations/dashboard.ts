@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { DASHBOARD_RANGES, dashboardEvents, dashboardStats, type DashboardRange } from '../../../domain/dashboard/dashboard.js';
+import { operation } from './operation.js';
+import { count } from './schemas.js';
+
+const RANGES = Object.keys(DASHBOARD_RANGES) as [DashboardRange, ...DashboardRange[]];
+
+const dashboardEventsQuery = z.object({
+  range: z.enum(RANGES).default('7d').describe('24h: 24 hourly buckets; 7d, 30d, 90d: daily buckets (UTC), each ending with the current one'),
+});
+
+export const dashboardOperations = [
+  operation({
+    id: 'getDashboardStats',
+    method: 'get',
+    path: '/api/dashboard/stats',
+    summary: "The operator's active venues, events in the last 24 h, active integrations and average dwell (0 until visits exist)",
+    tag: 'Dashboard',
+    auth: 'bearer',
+    response: {
+      status: 200,
+      description: 'Summary over all the operator’s venues',
+      schema: z.object({ venueCount: count, events24h: count, activeIntegrations: count, avgDwellSeconds: z.number() }),
+    },
+    errors: [401, 429],
+    tool: {
+      name: 'get_dashboard_stats',
+      description:
+        "Summary over all the caller's venues: number of active venues, events received in the last 24 hours, active connector integrations, and the average visit dwell time in seconds.",
+    },
+    handler: (_input, { deps, operator }) => dashboardStats({ db: deps.services.db, ch: deps.services.ch }, operator.id),
+  }),
+  operation({
+    id: 'getDashboardEvents',
+    method: 'get',
+    path: '/api/dashboard/events',
+    summary: 'Events, entries and exits across all the operator’s venues per UTC hour (24h) or day; empty buckets are zeros',
+    tag: 'Dashboard',
+    auth: 'bearer',
+    query: dashboardEventsQuery,
+    response: {
+      status: 200,
+      description: 'Buckets oldest first, ts = bucket start (epoch ms)',
+      schema: z.object({
+        events: z.array(z.object({ ts: count, events: count, entries: count, exits: count })),
+        range: z.enum(RANGES),
+      }),
+    },
+    errors: [400, 401, 429],
+    tool: {
+      name: 'get_dashboard_events',
+      description:
+        "Event volume across all the caller's venues: per bucket the number of events, entries and exits. range 24h gives 24 hourly buckets; 7d, 30d, 90d give daily buckets (UTC days). ts is the bucket start in epoch ms.",
+    },
+    handler: ({ query }, { deps, operator }) => dashboardEvents(deps.services.ch, operator.id, query.range),
+  }),
+];

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATIONS } from '../../apps/api/operations/index.js';
+import { koaPath, meteringOf, TAGS, type BearerContext } from '../../apps/api/operations/operation.js';
+import { toolsFrom } from '../../apps/api/mcp/tools.js';
+import { authenticate } from '../../domain/tenants/operators.js';
+import { AppError } from '../../lib/errors.js';
+import { startApi, type RunningApi } from '../support/env.js';
+import { request } from '../support/http.js';
+import { newOperator, newVenue, registeredRoutes, type TestOperator } from '../support/tenants.js';
+
+let api: RunningApi;
+let a: TestOperator;
+let b: TestOperator;
+beforeAll(async () => {
+  api = await startApi();
+  [a, b] = await Promise.all([newOperator(api, 'pro'), newOperator(api, 'pro')]);
+});
+afterAll(async () => {
+  await api.close();
+});
+
+const contextOf = async (op: TestOperator): Promise<BearerContext> => ({
+  deps: api.deps,
+  log: api.services.log,
+  operator: await authenticate(api.services.db, op.key),
+  apiKey: op.key,
+});
+
+describe('operation declarations', () => {
+  it('declare every route once, each with a known tag, a unique id and the metering its kind needs', () => {
+    const registered = registeredRoutes(api).map((r) => `${r.method} ${r.path}`).sort();
+    expect(OPERATIONS.map((op) => `${op.method.toUpperCase()} ${koaPath(op.path)}`).sort()).toEqual(registered);
+    expect(new Set(OPERATIONS.map((op) => op.id)).size).toBe(OPERATIONS.length);
+    for (const op of OPERATIONS) {
+      expect(Object.keys(TAGS), op.id).toContain(op.tag);
+      expect(meteringOf(op) !== undefined, op.id).toBe(op.auth === 'bearer');
+    }
+  });
+});
+
+describe('MCP tools generated from the declarations', () => {
+  const tools = toolsFrom(OPERATIONS);
+  const tool = (name: string) => tools.find((t) => t.name === name)!;
+
+  it('are the read operations marked as tools, with snake_case names, read-only annotations and output schemas', () => {
+    const marked = OPERATIONS.filter((op) => op.tool);
+    expect(tools.map((t) => t.name).sort()).toEqual(marked.map((op) => op.tool!.name).sort());
+    for (const t of tools) {
+      expect(t.name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+      expect(t.description.length, t.name).toBeGreaterThan(40);
+      expect(t.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true });
+      expect(t.outputSchema, t.name).toBeDefined();
+    }
+    expect(Object.keys(tool('get_venue').inputSchema.shape)).toEqual(['venue_id']);
+    expect(Object.keys(tool('get_telemetry').inputSchema.shape).sort()).toEqual(['agg', 'endTs', 'fill', 'interval', 'keys', 'startTs', 'venue_id']);
+  });
+
+  it('answer what the REST route answers for the same caller', async () => {
+    const venue = await newVenue(api, a.key, { name: 'Tool venue' });
+    const ctx = await contextOf(a);
+    const now = Date.now();
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ['list_venues', { limit: 10 }, '/api/venues?limit=10'],
+      ['get_venue', { venue_id: venue.id }, `/api/venues/${venue.id}`],
+      ['get_telemetry', { venue_id: venue.id, keys: 'devices', startTs: now - 3_600_000, endTs: now }, `/api/venues/${venue.id}/telemetry?keys=devices&startTs=${now - 3_600_000}&endTs=${now}`],
+      ['get_dashboard_stats', {}, '/api/dashboard/stats'],
+      ['get_dashboard_events', { range: '24h' }, '/api/dashboard/events?range=24h'],
+    ];
+    for (const [name, args, path] of cases) {
+      const fromTool = JSON.parse(JSON.stringify(await tool(name).call(args, ctx)));
+      const rest = await request(`${api.url}${path}`, { key: a.key });
+      expect(rest.status, path).toBe(200);
+      // Dashboard buckets end with the current hour: equal unless the two calls straddle an hour.
+      const same = (x: unknown) => (name === 'get_dashboard_events' ? { ...(x as object), events: (x as { events: unknown[] }).events.length } : x);
+      expect(same(fromTool), name).toEqual(same(rest.body));
+      expect(tool(name).outputSchema!.safeParse(fromTool).success, name).toBe(true);
+    }
+  });
+
+  it('refuse bad arguments naming the tool’s own argument, and another operator’s venue with FORBIDDEN', async () => {
+    const ctx = await contextOf(a);
+    const bad = await tool('get_venue').call({ venue_id: 'nope' }, ctx).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(AppError);
+    expect((bad as AppError).code).toBe('VALIDATION_ERROR');
+    expect((bad as AppError).details).toEqual([{ field: 'venue_id', message: expect.any(String) }]);
+    const limit = await tool('list_venues').call({ limit: 201 }, ctx).catch((e: unknown) => e);
+    expect((limit as AppError).details).toEqual([{ field: 'limit', message: expect.stringContaining('200') }]);
+    const theirs = await newVenue(api, b.key);
+    const forbidden = await tool('get_venue').call({ venue_id: theirs.id }, ctx).catch((e: unknown) => e);
+    expect((forbidden as AppError).code).toBe('FORBIDDEN');
+    const missing = await tool('get_telemetry').call({ venue_id: randomUUID(), keys: 'co2', startTs: 0, endTs: 1000 }, ctx).catch((e: unknown) => e);
+    expect((missing as AppError).code).toBe('NOT_FOUND');
+  });
+});
