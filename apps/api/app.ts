@@ -5,6 +5,9 @@ import { errorEnvelope } from './middleware/errors.js';
 import { requestContext } from './middleware/request.js';
 import { operationsRouter } from './http/router.js';
 import { OPERATIONS } from './operations/index.js';
+import { mountMcp } from './mcp/transport.js';
+import { toolsFrom } from './mcp/tools.js';
+import { limiterFor } from './middleware/rate-limit.js';
 
 export function createApp(deps: ApiDeps): Koa {
   // Behind the front door: the client address is the last X-Forwarded-For entry, the one our proxy
@@ -13,7 +16,9 @@ export function createApp(deps: ApiDeps): Koa {
   app.silent = true;
   app.use(requestContext(deps.services.log));
   app.use(errorEnvelope);
-  const router = operationsRouter(deps, OPERATIONS);
+  const limiter = deps.services.cfg.RATE_LIMITS_ENABLED ? limiterFor(deps.services.redis, deps.services.cfg) : undefined;
+  const router = operationsRouter(deps, OPERATIONS, limiter);
+  mountMcp(router, deps, toolsFrom(OPERATIONS), limiter);
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
   return app;

@@ -4,6 +4,7 @@ import { RATE_LIMITS } from '../../../domain/limits/rate-limit.js';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from '../middleware/body.js';
 import { OPERATIONS } from '../operations/index.js';
 import { TAGS, type AnyOperation } from '../operations/operation.js';
+import { MCP_PATH } from '../mcp/transport.js';
 
 /** Every error code with its meaning; a Record so that a code added to ErrorCode must be added here. */
 const ERROR_MEANINGS: Record<ErrorCode, string> = {
@@ -111,9 +112,28 @@ function operation(op: AnyOperation): JsonSchema {
   };
 }
 
+/** The MCP transport: JSON-RPC over Streamable HTTP (docs/mcp.md), with the same key and limits as REST. */
+function mcpOperation(): JsonSchema {
+  const rpc = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer'] }, method: { type: 'string' } } };
+  return {
+    operationId: 'mcp',
+    summary: 'Model Context Protocol (Streamable HTTP, stateless): initialize, tools/list, tools/call; each tools/call counts as one MCP query',
+    tags: ['MCP'],
+    security: [{ bearerAuth: [] }],
+    parameters: [],
+    requestBody: { required: true, content: { 'application/json': { schema: rpc } } },
+    responses: {
+      200: { description: 'the JSON-RPC answer; tool failures are results with isError true', content: { 'application/json': { schema: rpc } } },
+      202: { description: 'a notification was accepted' },
+      ...Object.fromEntries([400, 401, 413, 415, 429, 500].map((status) => [status, { $ref: `#/components/responses/Error${status}` }])),
+    },
+  };
+}
+
 function buildOpenApi(operations: readonly AnyOperation[], serverUrl: string): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const op of operations) (paths[op.path] ??= {})[op.method] = operation(op);
+  paths[MCP_PATH] = { post: mcpOperation() };
   const errorResponses: Record<string, JsonSchema> = {};
   for (const [status, description] of Object.entries(ERROR_STATUSES)) {
     errorResponses[`Error${status}`] = {
@@ -135,7 +155,10 @@ function buildOpenApi(operations: readonly AnyOperation[], serverUrl: string): J
     },
     servers: [{ url: serverUrl }],
     security: [{ bearerAuth: [] }],
-    tags: [...new Set(operations.map((op) => op.tag))].map((name) => ({ name, description: TAGS[name] })),
+    tags: [
+      ...[...new Set(operations.map((op) => op.tag))].map((name) => ({ name, description: TAGS[name] })),
+      { name: 'MCP', description: 'Tools for AI agents over the Model Context Protocol' },
+    ],
     paths,
     components: {
       securitySchemes: {

@@ -1,12 +1,11 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { countUsage } from '../../../domain/limits/quotas.js';
-import { rateLimitHeaders, rateLimited } from '../../../domain/limits/rate-limit.js';
+import { rateLimitHeaders, rateLimited, type RateLimiter } from '../../../domain/limits/rate-limit.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { ApiDeps } from '../deps.js';
 import { adminAuth, bearerAuth, limitingFailures } from '../middleware/auth.js';
 import { readJsonBody } from '../middleware/body.js';
-import { limiterFor } from '../middleware/rate-limit.js';
 import { koaPath, meteringOf, Reply, type AnyOperation, type BearerContext, type OperationContext } from '../operations/operation.js';
 
 /**
@@ -15,9 +14,8 @@ import { koaPath, meteringOf, Reply, type AnyOperation, type BearerContext, type
  * read), authentication, the rate limit, the monthly quota meter, reading the body, validating
  * params / query / body with the declared schemas, the domain call, the declared status.
  */
-export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperation[]): Router {
+export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperation[], limiter: RateLimiter | undefined): Router {
   const { cfg, db } = deps.services;
-  const limiter = cfg.RATE_LIMITS_ENABLED ? limiterFor(deps.services.redis, cfg) : undefined;
   const router = new Router();
 
   for (const op of operations) {

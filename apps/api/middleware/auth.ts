@@ -11,10 +11,16 @@ export function bearerToken(header: string | undefined): string | undefined {
 
 /** Resolves `Authorization: Bearer <key>` to the operator and the key it presented. */
 export async function bearerAuth(db: Db, ctx: Context): Promise<{ operator: Operator; apiKey: string }> {
-  const header = ctx.get('authorization');
-  const key = bearerToken(header);
-  if (header && !key) throw unauthorized('malformed Authorization header; expected "Bearer <API_KEY>"');
-  return { operator: await authenticate(db, key), apiKey: key! };
+  try {
+    const header = ctx.get('authorization');
+    const key = bearerToken(header);
+    if (header && !key) throw unauthorized('malformed Authorization header; expected "Bearer <API_KEY>"');
+    return { operator: await authenticate(db, key), apiKey: key! };
+  } catch (err) {
+    // RFC 9110: a 401 names the scheme the client should use.
+    if (err instanceof AppError && err.status === 401) throw new AppError(401, err.code, err.message, err.details, { 'WWW-Authenticate': 'Bearer realm="venue-telemetry"' });
+    throw err;
+  }
 }
 
 export function adminAuth(secret: string, ctx: Context): void {

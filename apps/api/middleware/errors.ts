@@ -48,7 +48,8 @@ function allowedMethods(ctx: Context): string[] {
 export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined) throw new AppError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    // A transport that writes its own answer (MCP) sets `respond = false`.
+    if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) throw new AppError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
   } catch (err) {
     let appErr = toAppError(err);
     if (appErr.status === 405) {

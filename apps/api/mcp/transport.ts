@@ -1,0 +1,91 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ErrorCode as RpcError, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { countUsage } from '../../../domain/limits/quotas.js';
+import { rateLimitHeaders, rateLimited, type RateLimiter } from '../../../domain/limits/rate-limit.js';
+import { AppError } from '../../../lib/errors.js';
+import type { ApiDeps } from '../deps.js';
+import { bearerAuth, limitingFailures } from '../middleware/auth.js';
+import { readJsonBody } from '../middleware/body.js';
+import type { BearerContext } from '../operations/operation.js';
+import type { GeneratedTool } from './tools.js';
+
+export const MCP_PATH = '/mcp';
+const SERVER_INFO = { name: 'venue-telemetry', version: '1.0.0' };
+
+type JsonSchema = Record<string, unknown>;
+
+/** JSON Schema for a tool's input or output, without the `$schema` key (tools/list carries plain schemas). */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema;
+  return rest;
+}
+
+/** A failure an agent can read and act on: the spec's code, the message, what to fix. */
+function toolError(err: AppError): CallToolResult {
+  const details = err.details === undefined ? '' : ` Details: ${JSON.stringify(err.details)}`;
+  const retry = err.headers['Retry-After'] ? ` Retry after ${err.headers['Retry-After']} s.` : '';
+  return { isError: true, content: [{ type: 'text', text: `${err.code}: ${err.message}.${details}${retry}` }] };
+}
+
+/** The MCP server of one request: the generated tools, called as the authenticated operator. */
+function serverFor(tools: readonly GeneratedTool[], ctx: BearerContext): Server {
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
+  const listed = tools.map((t) => ({
+    name: t.name,
+    title: t.annotations.title,
+    description: t.description,
+    inputSchema: jsonSchema(t.inputSchema, 'input'),
+    ...(t.outputSchema ? { outputSchema: jsonSchema(t.outputSchema, 'output') } : {}),
+    annotations: t.annotations,
+  }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const tool = tools.find((t) => t.name === request.params.name);
+    if (!tool) throw new McpError(RpcError.InvalidParams, `unknown tool '${request.params.name.slice(0, 64)}'; tools/list names them`);
+    try {
+      // Each tool call is one MCP query of the monthly quota (Free: refused past it, as a tool error).
+      await countUsage(ctx.deps.services.db, ctx.operator, 'mcp_queries');
+      const result = (await tool.call(request.params.arguments ?? {}, ctx)) as Record<string, unknown>;
+      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+    } catch (err) {
+      if (err instanceof AppError && err.status < 500) return toolError(err);
+      ctx.log.error({ err, tool: tool.name }, 'mcp tool failed');
+      return toolError(err instanceof AppError ? err : new AppError(500, 'INTERNAL_ERROR', 'unexpected error; retry after a short delay'));
+    }
+  });
+  return server;
+}
+
+/**
+ * `POST /mcp`: Streamable HTTP, stateless (a server and a transport per request, no session, so any
+ * api instance answers). The same bearer key, rate limit (the `api` bucket) and body rules as REST
+ * are checked before the SDK sees the request; GET and DELETE are 405 (no sessions to stream or end).
+ */
+export function mountMcp(router: Router, deps: ApiDeps, tools: readonly GeneratedTool[], limiter: RateLimiter | undefined): void {
+  const { db } = deps.services;
+  router.post(MCP_PATH, async (ctx: Context) => {
+    const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
+    ctx.state.log = ctx.state.log.child({ operatorId: operator.id, transport: 'mcp' });
+    if (limiter) {
+      const decision = await limiter.hit(operator.id, 'api');
+      if (!decision.allowed) throw rateLimited(decision, 'api');
+      ctx.set(rateLimitHeaders(decision));
+    }
+    const body = await readJsonBody(ctx);
+    const server = serverFor(tools, { deps, log: ctx.state.log, operator, apiKey });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    ctx.res.on('close', () => {
+      void transport.close().catch(() => undefined);
+      void server.close().catch(() => undefined);
+    });
+    await server.connect(transport);
+    // Headers set so far (request id, rate limit) go out with the SDK's answer.
+    for (const [name, value] of Object.entries(ctx.response.headers)) if (value !== undefined) ctx.res.setHeader(name, value as string);
+    ctx.respond = false;
+    await transport.handleRequest(ctx.req, ctx.res, body);
+  });
+}
