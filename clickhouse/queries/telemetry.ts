@@ -80,3 +80,21 @@ const tsvNumber = (field: string): number | null => (field === 'nan' || field ==
 export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow[]> {
   return (await chTsvRows(ch, telemetrySeriesSql(q))).map(([key, t, value]) => ({ key: key!, t: Number(t), value: tsvNumber(value!) }));
 }
+
+/**
+ * The same series as JSON text, built by ClickHouse: per key, `{"ts":…,"value":…}` items in bucket
+ * order joined by commas (ts in epoch ms; a bucket without a finite value is null). Epoch-aligned
+ * resolutions only: day buckets start at local midnight, which is computed in TypeScript.
+ */
+export function telemetryJsonSql(q: EpochSeriesQuery): ChSql {
+  const item = `concat('{"ts":', toString(toUInt64(t) * 1000), ',"value":', if(isFinite(value), toString(value), 'null'), '}')`;
+  return raw(
+    `SELECT key, arrayStringConcat(arrayMap(x -> x.2, arraySort(x -> x.1, groupArray((t, ${item})))), ',') AS points ` +
+      `FROM (${telemetrySeriesSql(q).text}) GROUP BY key ORDER BY key`,
+  );
+}
+
+/** Key → its points as JSON array items (without the brackets); keys without data are absent. */
+export async function telemetryJson(ch: Ch, q: EpochSeriesQuery): Promise<Map<string, string>> {
+  return new Map((await chTsvRows(ch, telemetryJsonSql(q))).map(([key, points]) => [key!, points!]));
+}

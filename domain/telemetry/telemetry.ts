@@ -1,5 +1,6 @@
 import type { Ch } from '../../clickhouse/client.js';
-import { telemetrySeries, type Aggregation } from '../../clickhouse/queries/telemetry.js';
+import { telemetryJson, telemetrySeries, type Aggregation } from '../../clickhouse/queries/telemetry.js';
+import { JsonText } from '../../lib/json-text.js';
 import type { TelemetryKey } from '../../lib/events.js';
 import type { Queryable } from '../../postgres/client.js';
 import { ownedVenue } from '../venues/access.js';
@@ -32,9 +33,15 @@ export async function getTelemetry(
   operatorId: string,
   venueId: string,
   req: TelemetryRequest,
-): Promise<Record<string, Point[]>> {
+): Promise<Record<string, Point[]> | JsonText> {
   const venue = await ownedVenue(deps.db, operatorId, venueId);
   const plan = planBuckets(req.startTs, req.endTs, req.interval, venue.timezone);
+  // The common case (no gap filling, minute or hour buckets) is answered with JSON ClickHouse
+  // builds: tens of thousands of points are then never parsed and re-encoded here.
+  if (req.fill === 'none' && plan.resolution !== '1d') {
+    const json = plan.buckets.length === 0 ? new Map<string, string>() : await telemetryJson(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg });
+    return new JsonText(`{${req.keys.map((k) => `${JSON.stringify(k)}:[${json.get(k) ?? ''}]`).join(',')}}`);
+  }
   const rows =
     plan.buckets.length === 0
       ? []

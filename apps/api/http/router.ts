@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { countUsage } from '../../../domain/limits/quotas.js';
 import { rateLimitHeaders, rateLimited, type RateLimiter } from '../../../domain/limits/rate-limit.js';
+import { JsonText } from '../../../lib/json-text.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { ApiDeps } from '../deps.js';
 import { adminAuth, bearerAuth, limitingFailures } from '../middleware/auth.js';
@@ -42,13 +43,12 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
         body: op.body ? parseInput(op.body, body ?? {}, 'body') : undefined,
       };
       const result = await op.handler(input, context as BearerContext);
-      if (result instanceof Reply) {
-        ctx.status = result.status;
-        ctx.body = result.body;
-      } else {
-        ctx.status = op.response.status;
-        ctx.body = result;
-      }
+      const reply = result instanceof Reply ? result : new Reply(op.response.status, result);
+      ctx.status = reply.status;
+      if (reply.body instanceof JsonText) {
+        ctx.type = 'application/json';
+        ctx.body = reply.body.text;
+      } else ctx.body = reply.body;
     });
   }
   return router;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError, type FieldProblem } from '../../../lib/errors.js';
+import { JsonText } from '../../../lib/json-text.js';
 import { parseInput } from '../../../lib/validate.js';
 import { Reply, type AnyOperation, type BearerContext } from '../operations/operation.js';
 
@@ -58,7 +59,8 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
             throw withArgumentNames(err, argName);
           }
           const result = await op.handler(input, ctx);
-          return result instanceof Reply ? result.body : result;
+          const body = result instanceof Reply ? result.body : result;
+          return body instanceof JsonText ? JSON.parse(body.text) : body;
         },
       },
     ];
