@@ -44,7 +44,7 @@ export function fieldProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
 }
 
 /** Parses input with a zod schema; a failure becomes a 400 VALIDATION_ERROR naming each bad field. */
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where: 'body' | 'query' | 'params' | 'arguments'): z.infer<S> {
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where: 'body' | 'query' | 'params' | 'headers' | 'arguments'): z.infer<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const details = fieldProblems(result.error);

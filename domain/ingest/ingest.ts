@@ -15,6 +15,7 @@ import type { Throughput } from '../system/throughput.js';
 import { CONNECTORS, type Normalised } from './connectors/index.js';
 import { derivedUuid, isRandomizedMac, pseudonym, type Pseudonyms } from './pseudonyms.js';
 import { checkTimestamp } from './timestamps.js';
+import { oncePerKey, type Idempotent } from './idempotency.js';
 
 export const MAX_EVENTS_PER_REQUEST = 1000;
 /** Seconds a client should wait before retrying a batch Kafka did not take. */
@@ -36,6 +37,8 @@ export interface IngestBatch {
   connectorType: ConnectorType;
   /** Raw events as sent; each is validated on its own. */
   events: unknown[];
+  /** The request's Idempotency-Key: events without an id of their own get ids derived from it and their position. */
+  idempotencyKey?: string;
 }
 
 export interface IngestError {
@@ -55,15 +58,27 @@ interface Valid {
   ts: number;
   event: Normalised;
   zoneId: string | null;
+  /** The event's own id (`event_id`, else the vendor's, e.g. Square's): re-deliveries share it. */
+  eventId?: string;
 }
+
+/** An event's own id: printable ASCII, as vendors' ids are. */
+const EVENT_ID = /^[\x21-\x7e]{1,128}$/;
 
 /**
  * Validates a batch event by event, resolves zones, reserves the monthly quota, and publishes the
  * accepted events as canonical events keyed by venue in one acknowledged send. Resolves only after
  * Kafka acknowledged them all; if it cannot, nothing is reported accepted, the quota is given
- * back and the caller gets 503 with Retry-After (resending the batch is safe).
+ * back and the caller gets 503 with Retry-After (resending the batch is safe). With an
+ * Idempotency-Key, a batch sent again gets its first answer (`replayed`) and is not published twice.
  */
-export async function ingestBatch(deps: IngestDeps, batch: IngestBatch, now = new Date()): Promise<IngestResult> {
+export async function ingestBatch(deps: IngestDeps, batch: IngestBatch, now = new Date()): Promise<Idempotent<IngestResult>> {
+  const { operator, venueId, connectorType, events, idempotencyKey } = batch;
+  if (idempotencyKey === undefined) return { result: await ingestOnce(deps, batch, now), replayed: false };
+  return oncePerKey(deps.db, deps.log, operator.id, idempotencyKey, { venueId, connectorType, events }, () => ingestOnce(deps, batch, now));
+}
+
+async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Promise<IngestResult> {
   const { operator, venueId, connectorType } = batch;
   await ownedVenue(deps.db, operator.id, venueId);
   const limits = PLAN_LIMITS[operator.plan];
@@ -84,7 +99,14 @@ export async function ingestBatch(deps: IngestDeps, batch: IngestBatch, now = ne
 
   const publishing = performance.now();
   if (valid.length > 0) {
-    const ctx = { key: deps.pseudonyms.keyFor(operator.id), operatorId: operator.id, venueId, connectorType, receivedAt: now.getTime() };
+    const ctx = {
+      key: deps.pseudonyms.keyFor(operator.id),
+      operatorId: operator.id,
+      venueId,
+      connectorType,
+      receivedAt: now.getTime(),
+      idempotencyKey: batch.idempotencyKey,
+    };
     const messages: Message[] = valid.map((v) => ({ key: venueId, value: encodeEvent(toCanonical(v, ctx)) }));
     try {
       await deps.publisher.publish(deps.topic, messages);
@@ -127,7 +149,8 @@ function checkEvents(
       return;
     }
     const problems: string[] = [];
-    const { type, timestamp, payload = {} } = raw as Record<string, unknown>;
+    const { type, timestamp, payload = {}, event_id: ownId } = raw as Record<string, unknown>;
+    if (ownId !== undefined && (typeof ownId !== 'string' || !EVENT_ID.test(ownId))) problems.push('event_id must be 1 to 128 printable ASCII characters');
     const eventSpec = typeof type === 'string' && Object.hasOwn(spec, type) ? spec[type as EventType] : undefined;
     if (!eventSpec) {
       problems.push(
@@ -145,13 +168,14 @@ function checkEvents(
       if (parsed.success) event = parsed.data;
       else problems.push(...parsed.error.issues.map(describeIssue));
     }
-    if (event?.vendorId !== undefined) {
-      const first = vendorIds.get(event.vendorId);
-      if (first !== undefined) problems.push(`duplicate of event ${first} (same vendor event id)`);
-      else vendorIds.set(event.vendorId, index);
+    const eventId = typeof ownId === 'string' ? ownId : event?.vendorId;
+    if (eventId !== undefined) {
+      const first = vendorIds.get(eventId);
+      if (first !== undefined) problems.push(`duplicate of event ${first} (same event id)`);
+      else vendorIds.set(eventId, index);
     }
     if (problems.length > 0 || !event || !('ts' in time)) errors.push({ index, reason: problems.join('; ') });
-    else valid.push({ index, type: type as EventType, ts: time.ts, event, zoneId: null });
+    else valid.push({ index, type: type as EventType, ts: time.ts, event, zoneId: null, eventId });
   });
   return { valid, errors };
 }
@@ -175,9 +199,9 @@ async function resolveZones(db: Db, venueId: string, valid: Valid[], errors: Ing
 /** The canonical event: identifiers replaced by the operator's keyed pseudonyms before it leaves this function. */
 function toCanonical(
   v: Valid,
-  ctx: { key: KeyObject; operatorId: string; venueId: string; connectorType: ConnectorType; receivedAt: number },
+  ctx: { key: KeyObject; operatorId: string; venueId: string; connectorType: ConnectorType; receivedAt: number; idempotencyKey?: string },
 ): CanonicalEvent {
-  const { device, metrics, payload, pseudonymise, vendorId } = v.event;
+  const { device, metrics, payload, pseudonymise } = v.event;
   let devicePseudonym: string | null = null;
   let randomizedMac = false;
   if (device) {
@@ -189,7 +213,7 @@ function toCanonical(
     if (typeof payload[field] === 'string') payload[field] = pseudonym(ctx.key, `${field}:${payload[field]}`);
   }
   return {
-    id: vendorId === undefined ? randomUUID() : derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:${vendorId}`),
+    id: eventIdOf(v, ctx),
     operatorId: ctx.operatorId,
     venueId: ctx.venueId,
     zoneId: v.zoneId,
@@ -202,6 +226,17 @@ function toCanonical(
     metrics,
     payload,
   };
+}
+
+/**
+ * Random unless the event can be recognised when sent again: by its own id (`event_id`, or the
+ * vendor's), or by its position in a request with an Idempotency-Key. Derived ids repeat on a
+ * re-delivery, and the sink stores an id once (docs/events.md).
+ */
+function eventIdOf(v: Valid, ctx: { key: KeyObject; venueId: string; connectorType: ConnectorType; idempotencyKey?: string }): string {
+  if (v.eventId !== undefined) return derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:${v.eventId}`);
+  if (ctx.idempotencyKey !== undefined) return derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:idempotency:${ctx.idempotencyKey}:${v.index}`);
+  return randomUUID();
 }
 
 /**

@@ -66,7 +66,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   return rest;
 }
 
-function parameters(where: 'path' | 'query', schema: z.ZodObject | undefined): JsonSchema[] {
+function parameters(where: 'path' | 'query' | 'header', schema: z.ZodObject | undefined): JsonSchema[] {
   if (!schema) return [];
   const object = jsonSchema(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
   return Object.entries(object.properties ?? {}).map(([name, property]) => ({
@@ -106,7 +106,7 @@ function operation(op: AnyOperation): JsonSchema {
     summary: op.summary,
     tags: [op.tag],
     security: op.auth === 'bearer' ? [{ bearerAuth: [] }] : op.auth === 'admin' ? [{ adminKey: [] }] : [],
-    parameters: [...parameters('path', op.params), ...parameters('query', op.query)],
+    parameters: [...parameters('path', op.params), ...parameters('query', op.query), ...parameters('header', op.headers)],
     ...(body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(body, 'input') } } } } : {}),
     responses,
   };

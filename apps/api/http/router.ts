@@ -41,10 +41,12 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
         params: op.params ? parseInput(op.params, ctx.params, 'params') : undefined,
         query: op.query ? parseInput(op.query, ctx.query, 'query') : undefined,
         body: op.body ? parseInput(op.body, body ?? {}, 'body') : undefined,
+        headers: op.headers ? parseInput(op.headers, ctx.headers, 'headers') : {},
       };
       const result = await op.handler(input, context as BearerContext);
       const reply = result instanceof Reply ? result : new Reply(op.response.status, result);
       ctx.status = reply.status;
+      ctx.set(reply.headers);
       if (reply.body instanceof JsonText) {
         ctx.type = 'application/json';
         ctx.body = reply.body.text;

@@ -54,6 +54,7 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
               params: op.params ? parseInput(op.params, pick(op.params, args), 'arguments') : undefined,
               query: op.query ? parseInput(op.query, pick(op.query, args), 'arguments') : undefined,
               body: undefined,
+              headers: {},
             };
           } catch (err) {
             throw withArgumentNames(err, argName);

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { CONNECTOR_TYPES, EVENT_TYPES } from '../../../lib/events.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST } from '../../../domain/ingest/ingest.js';
-import { operation } from './operation.js';
+import { IDEMPOTENCY_WINDOW_S } from '../../../domain/ingest/idempotency.js';
+import { operation, Reply } from './operation.js';
 
 /** Events are only counted here; each one is validated on its own so one bad event never fails the batch. */
 const ingestBody = z.object({
@@ -13,7 +14,19 @@ const ingestBody = z.object({
     .max(MAX_EVENTS_PER_REQUEST, `events must hold at most ${MAX_EVENTS_PER_REQUEST.toLocaleString('en-US')} events per request`),
 });
 
+const ingestHeaders = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, 'must be 1 to 255 printable ASCII characters, e.g. a UUID')
+    .optional()
+    .describe(
+      `makes a retry safe: the same key with the same body within ${IDEMPOTENCY_WINDOW_S / 3600} h gets the first answer again ` +
+        '(header Idempotent-Replayed: true) and nothing is stored twice; the same key with another body is a 409',
+    ),
+});
+
 const ingestEventDoc = z.object({
+  event_id: z.string().max(128).optional().describe("the event's own id (1 to 128 printable ASCII): an event sent again with the same id is stored once"),
   type: z.enum(EVENT_TYPES).describe('an event type accepted by the connector (docs/events.md)'),
   timestamp: z.string().describe('ISO 8601 date-time with a time zone, e.g. 2025-06-01T12:00:00Z'),
   payload: z.record(z.string(), z.unknown()).describe('connector-specific fields (docs/events.md)'),
@@ -40,9 +53,10 @@ export const ingestOperations = [
     checkedPerItem: 'events',
     bodyDoc: ingestBody.extend({ events: z.array(ingestEventDoc).min(1).max(MAX_EVENTS_PER_REQUEST) }),
     response: { status: 202, description: 'accepted and rejected counts, with the reason for each rejected event', schema: ingestResult },
-    errors: [403, 404, 503],
-    handler: ({ body }, { deps, operator, log }) =>
-      ingestBatch(
+    headers: ingestHeaders,
+    errors: [403, 404, 409, 503],
+    handler: async ({ body, headers }, { deps, operator, log }) => {
+      const { result, replayed } = await ingestBatch(
         {
           db: deps.services.db,
           publisher: deps.services.publisher,
@@ -51,7 +65,15 @@ export const ingestOperations = [
           throughput: deps.throughput,
           log,
         },
-        { operator, venueId: body.venue_id, connectorType: body.connector_type, events: body.events },
-      ),
+        {
+          operator,
+          venueId: body.venue_id,
+          connectorType: body.connector_type,
+          events: body.events,
+          idempotencyKey: headers['idempotency-key'] as string | undefined,
+        },
+      );
+      return new Reply(202, result, replayed ? { 'Idempotent-Replayed': 'true' } : {});
+    },
   }),
 ];

@@ -59,11 +59,12 @@ export interface BearerContext extends OperationContext {
 
 export type ContextFor<A extends Auth> = A extends 'bearer' ? BearerContext : OperationContext;
 
-/** A handler answers its success body; `Reply` picks another documented status (e.g. /health's 503). */
+/** A handler answers its success body; `Reply` picks another documented status (e.g. /health's 503) or adds headers. */
 export class Reply<T> {
   constructor(
     readonly status: number,
     readonly body: T,
+    readonly headers: Record<string, string> = {},
   ) {}
 }
 
@@ -95,6 +96,8 @@ export interface Operation<
   metering?: Metering;
   params?: P;
   query?: Q;
+  /** Request headers the operation reads (lower-case names), validated like the rest of the input. */
+  headers?: z.ZodObject;
   body?: B;
   /** The body as documented, where it differs from what is parsed up front (ingest checks each event on its own). */
   bodyDoc?: z.ZodType;
@@ -107,7 +110,7 @@ export interface Operation<
   /** Error statuses beyond those implied by auth and input (401, 429, 400, 413, 500). */
   errors: readonly ErrorStatus[];
   tool?: ToolSpec;
-  handler: (input: { params: Out<P>; query: Out<Q>; body: Out<B> }, ctx: ContextFor<A>) => Promise<unknown>;
+  handler: (input: { params: Out<P>; query: Out<Q>; body: Out<B>; headers: Record<string, unknown> }, ctx: ContextFor<A>) => Promise<unknown>;
 }
 
 /** Any declared operation, as the generators see it. */
