@@ -1,11 +1,11 @@
 // nginx (Debian's nginx-light), the front door on 8080: /ws to the edge, everything else to the api.
-// The config is rendered from stack/nginx/nginx.conf; renderConfig() and prepareDir() are exported
-// so the front-door tests run an nginx of their own from exactly the same config.
+// The config is rendered from stack/nginx/; writeFrontDoor() and nginxArgs() are exported so the
+// front-door tests run an nginx of their own from exactly the same files.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  PORTS, STACK_DIR, StackError, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, render, run, sleep, which,
+  PORTS, STACK_DIR, StackError, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, render, run, sleep, which,
   writeIfChanged,
 } from './common.mjs';
 import { upstreamPorts } from './env.mjs';
@@ -25,6 +25,12 @@ function hardNofile() {
 /** The nginx binary the stack runs (null when nginx is not installed). */
 export const nginxBinary = () => which('nginx');
 
+/** Files nginx.conf includes, copied from stack/nginx/ next to it (deploy/nginx.conf uses them too). */
+const INCLUDES = ['frontdoor-logging.conf', 'frontdoor-errors.conf'];
+/** Created by us, not by nginx: nginx would make them 0644, and they must not be world-readable. */
+export const LOG_FILES = ['access.log', 'error.log', 'nginx.out'];
+export const LOG_MODE = 0o600;
+
 /** nginx.conf for a front door whose files live under `prefix`, listening on 127.0.0.1:`port`. */
 export function renderConfig({ prefix, port, apiPort, edgePort }) {
   // Each proxied connection needs two descriptors; stay within the hard open-files limit.
@@ -35,9 +41,24 @@ export function renderConfig({ prefix, port, apiPort, edgePort }) {
   });
 }
 
-/** Creates the directories the rendered config refers to. */
-export function prepareDir(prefix) {
+/**
+ * Writes everything a front door under `prefix` runs from: nginx.conf and its includes, the temp
+ * directory, and the log files (0600; an existing one is brought back to 0600, nginx keeps the
+ * mode of a file it finds). Returns whether any config file changed (a running nginx must reload).
+ */
+export function writeFrontDoor(prefix, { port, apiPort, edgePort }) {
   mkdirp(path.join(prefix, 'tmp'));
+  let changed = false;
+  for (const file of INCLUDES) {
+    changed = writeIfChanged(path.join(prefix, file), fs.readFileSync(path.join(TEMPLATES, 'nginx', file), 'utf8')) || changed;
+  }
+  changed = writeIfChanged(path.join(prefix, 'nginx.conf'), renderConfig({ prefix, port, apiPort, edgePort })) || changed;
+  for (const file of LOG_FILES) {
+    const p = path.join(prefix, file);
+    fs.closeSync(fs.openSync(p, 'a', LOG_MODE));
+    fs.chmodSync(p, LOG_MODE);
+  }
+  return changed;
 }
 
 /** Command-line arguments for an nginx run from `prefix`/nginx.conf. */
@@ -55,9 +76,8 @@ export const nginx = {
   missingPackages: () => (which('nginx') ? [] : ['nginx-light']),
   pid() { return readPid(PID); },
   prepare() {
-    prepareDir(DIR);
     const { api, edge } = upstreamPorts();
-    this.confChanged = writeIfChanged(CONF, renderConfig({ prefix: DIR, port: PORTS.nginx, apiPort: api, edgePort: edge }));
+    this.confChanged = writeFrontDoor(DIR, { port: PORTS.nginx, apiPort: api, edgePort: edge });
   },
   async ready() { return portOpen(PORTS.nginx); },
   async start() {
