@@ -44,21 +44,30 @@ export function renderConfig({ prefix, port, apiPort, edgePort }) {
 /**
  * Writes everything a front door under `prefix` runs from: nginx.conf and its includes, the temp
  * directory, and the log files (0600; an existing one is brought back to 0600, nginx keeps the
- * mode of a file it finds). Returns whether any config file changed (a running nginx must reload).
+ * mode of a file it finds). Logs written under a config without the masking format hold API keys
+ * in clear, so they are emptied when that config is replaced. Returns whether any config file
+ * changed (a running nginx must reload) and which logs were emptied.
  */
 export function writeFrontDoor(prefix, { port, apiPort, edgePort }) {
   mkdirp(path.join(prefix, 'tmp'));
+  const previous = readText(path.join(prefix, 'nginx.conf'));
+  const unmasked = previous != null && !previous.includes(INCLUDES[0]);
   let changed = false;
   for (const file of INCLUDES) {
     changed = writeIfChanged(path.join(prefix, file), fs.readFileSync(path.join(TEMPLATES, 'nginx', file), 'utf8')) || changed;
   }
   changed = writeIfChanged(path.join(prefix, 'nginx.conf'), renderConfig({ prefix, port, apiPort, edgePort })) || changed;
+  const emptied = [];
   for (const file of LOG_FILES) {
     const p = path.join(prefix, file);
     fs.closeSync(fs.openSync(p, 'a', LOG_MODE));
     fs.chmodSync(p, LOG_MODE);
+    if (unmasked && file !== 'nginx.out' && fs.statSync(p).size > 0) {
+      fs.truncateSync(p, 0);
+      emptied.push(file);
+    }
   }
-  return changed;
+  return { changed, emptied };
 }
 
 /** Command-line arguments for an nginx run from `prefix`/nginx.conf. */
@@ -75,9 +84,11 @@ export const nginx = {
   timeoutMs: 60_000,
   missingPackages: () => (which('nginx') ? [] : ['nginx-light']),
   pid() { return readPid(PID); },
-  prepare() {
+  prepare(notes) {
     const { api, edge } = upstreamPorts();
-    this.confChanged = writeFrontDoor(DIR, { port: PORTS.nginx, apiPort: api, edgePort: edge });
+    const { changed, emptied } = writeFrontDoor(DIR, { port: PORTS.nginx, apiPort: api, edgePort: edge });
+    this.confChanged = changed;
+    if (emptied.length) notes.push(`nginx      note: emptied ${emptied.join(', ')}: written by an older config that logged API keys`);
   },
   async ready() { return portOpen(PORTS.nginx); },
   async start() {

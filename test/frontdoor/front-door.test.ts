@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES } from '../../apps/api/middleware/body.js';
 import { repoPath } from '../../lib/paths.js';
-import { LOG_FILES } from '../../scripts/stack/nginx.mjs';
+import { LOG_FILES, writeFrontDoor } from '../../scripts/stack/nginx.mjs';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { freePort, startDeployFrontDoor, startFrontDoor, type FrontDoor } from '../support/frontdoor.js';
 import { request } from '../support/http.js';
@@ -273,6 +274,25 @@ describe('the front door logs no key', () => {
     // The shared stack's front door, prepared by the same code in global setup.
     for (const file of LOG_FILES) {
       expect((fs.statSync(repoPath('.stack', 'nginx', file)).mode & 0o077).toString(8), file).toBe('0');
+    }
+  });
+
+  it('empties logs an older config wrote with keys in clear, once, when it replaces that config', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'venue-frontdoor-old-'));
+    try {
+      const upstreams = { port: 1, apiPort: 2, edgePort: 3 };
+      fs.writeFileSync(path.join(dir, 'nginx.conf'), 'http { access_log access.log combined; }\n');
+      fs.writeFileSync(path.join(dir, 'access.log'), `127.0.0.1 - - "GET /ws?token=${a.key} HTTP/1.1" 101\n`, { mode: 0o644 });
+      fs.writeFileSync(path.join(dir, 'error.log'), `request: "GET /ws?token=${b.key} HTTP/1.1"\n`, { mode: 0o644 });
+      expect(writeFrontDoor(dir, upstreams)).toEqual({ changed: true, emptied: ['access.log', 'error.log'] });
+      expect(filesHolding(LOG_FILES.map((f) => path.join(dir, f)), [a.key, b.key])).toEqual([]);
+      for (const f of LOG_FILES) expect((fs.statSync(path.join(dir, f)).mode & 0o777).toString(8), f).toBe('600');
+      // Written by the current config: kept.
+      fs.writeFileSync(path.join(dir, 'access.log'), '127.0.0.1 "GET /ws?token=*** HTTP/1.1" 101\n');
+      expect(writeFrontDoor(dir, upstreams)).toEqual({ changed: false, emptied: [] });
+      expect(fs.readFileSync(path.join(dir, 'access.log'), 'utf8')).toContain('token=***');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
