@@ -118,7 +118,7 @@ async function trafficWithKeys(fd: FrontDoor, a: string, b: string): Promise<voi
   expect(answers.map((r) => r.status)).toEqual([503, 503, 200, 401, 400, 414, 431, 405, 413, 404]);
 }
 
-/** Files whose content holds any of the needles (as text or raw bytes); unreadable files are reported too. */
+/** Files whose bytes hold any of the needles (a file we cannot read fails the test). */
 function filesHolding(files: string[], needles: string[]): string[] {
   const hits: string[] = [];
   for (const file of files) {
