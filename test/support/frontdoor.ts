@@ -70,7 +70,13 @@ async function run(dir: string, args: string[], logFiles: () => string[]): Promi
   void exited.then(() => (running = false));
   const deadline = Date.now() + 10_000;
   while (!(await portOpen(port))) {
-    if (!running || Date.now() > deadline) throw new Error(`nginx did not start on ${port}:\n${out()}`);
+    if (!running || Date.now() > deadline) {
+      const why = out();
+      child.kill('SIGKILL');
+      await exited;
+      fs.rmSync(dir, { recursive: true, force: true });
+      throw new Error(`nginx did not start on ${port}:\n${why}`);
+    }
     await sleep(50);
   }
   const stop = async () => {
