@@ -1,8 +1,18 @@
 # One image for api, edge and pipeline; the command picks the process.
-FROM node:20-bookworm-slim AS build
+#
+# Node 24 (LTS) on Debian 13 "trixie". Local development pins uWebSockets.js to
+# @trufflesuite/uws-js-unofficial (package.json), whose binaries stop at Node 20 (end of life
+# 2026-04-30). The image swaps in @btc-vision/uwebsockets.js 20.57.0 instead: binaries for Node
+# 20/22/24/25, built against glibc 2.38, which Debian 12 lacks and Debian 13 (2.41) has. Both expose
+# the same module (`import uWS from 'uWebSockets.js'`), so the code does not know which it got.
+# See docs/security.md, "Container image". Not built in CI: there is no Docker engine on our machines.
+ARG NODE_IMAGE=node:24-trixie-slim
+
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# No install scripts: nothing the image runs needs one (the test-only chdb would download a library).
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY apps apps
 COPY pipeline pipeline
@@ -12,9 +22,28 @@ COPY lib lib
 COPY domain domain
 COPY scripts scripts
 COPY benchmarks benchmarks
-RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --ignore-scripts
 
-FROM node:20-bookworm-slim
+# The uWebSockets.js build for this Node, pinned by version and by the registry's sha512 of its
+# tarball, unpacked in place of the local one. Only the binary for this platform and Node ABI is
+# kept (the package holds twenty, ~120 MB), and the build fails unless it loads here.
+ARG UWS_PACKAGE=@btc-vision/uwebsockets.js@20.57.0
+ARG UWS_SHA512=4ae3e912348a67b3f9f0bff6ec15d7b2b1ac3302e63eea5f627cbca09b0e985678fb35fb09af7b9c13ed6779e029b7de0d9cd3ca2eeb5eb8bbe083467ab86e82
+RUN set -eu; \
+    mkdir /tmp/uws; \
+    npm pack "$UWS_PACKAGE" --pack-destination /tmp/uws --silent; \
+    tarball="$(ls /tmp/uws/*.tgz)"; \
+    echo "$UWS_SHA512  $tarball" | sha512sum -c -; \
+    rm -rf node_modules/uWebSockets.js; \
+    mkdir node_modules/uWebSockets.js; \
+    tar -xzf "$tarball" -C node_modules/uWebSockets.js --strip-components=1; \
+    keep="uws_linux_$(node -p process.arch)_$(node -p process.versions.modules).node"; \
+    test -f "node_modules/uWebSockets.js/$keep"; \
+    find node_modules/uWebSockets.js -name 'uws_*.node' ! -name "$keep" -delete; \
+    rm -rf /tmp/uws; \
+    node --input-type=module -e "const { default: uWS } = await import('uWebSockets.js'); if (typeof uWS.App !== 'function') throw new Error('uWebSockets.js did not load');"
+
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json ./

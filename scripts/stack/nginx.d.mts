@@ -1,0 +1,10 @@
+// Types for the parts of nginx.mjs the front-door tests use (the module itself is plain ESM).
+export declare const LOG_FILES: readonly string[];
+export declare const LOG_MODE: number;
+export declare function nginxBinary(): string | null;
+export declare function renderConfig(o: { prefix: string; port: number; apiPort: number; edgePort: number }): string;
+export declare function writeFrontDoor(
+  prefix: string,
+  o: { port: number; apiPort: number; edgePort: number },
+): { changed: boolean; emptied: string[] };
+export declare function nginxArgs(prefix: string, extra?: string[]): string[];

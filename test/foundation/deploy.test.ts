@@ -1,0 +1,29 @@
+import fs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { repoPath } from '../../lib/paths.js';
+
+// The image and the compose file cannot be built here (no Docker engine): these keep them pointing
+// at what exists, so a renamed entry point or folder breaks a test instead of a deployment.
+const dockerfile = fs.readFileSync(repoPath('Dockerfile'), 'utf8');
+const compose = fs.readFileSync(repoPath('docker-compose.yml'), 'utf8');
+
+describe('deployment files', () => {
+  it('start only processes whose sources exist', () => {
+    const entries = [...new Set([...`${dockerfile}\n${compose}`.matchAll(/dist\/([\w/.-]+)\.js/g)].map((m) => m[1]!))];
+    expect(entries).toEqual(expect.arrayContaining(['apps/api/main', 'apps/edge/main', 'apps/pipeline/main', 'scripts/migrate']));
+    for (const entry of entries) expect(fs.existsSync(repoPath(`${entry}.ts`)), `${entry}.ts`).toBe(true);
+  });
+
+  it('copy only folders that exist, and every folder the build compiles', () => {
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)([\w./-]+) /gm)].map((m) => m[1]!);
+    for (const dir of copied) expect(fs.existsSync(repoPath(dir)), dir).toBe(true);
+    const build = JSON.parse(fs.readFileSync(repoPath('tsconfig.build.json'), 'utf8')) as { include: string[] };
+    for (const include of build.include) expect(copied, include).toContain(include.split('/')[0]);
+  });
+
+  it('mount the front door files that exist', () => {
+    const mounts = [...compose.matchAll(/- \.\/([\w./-]+):\/etc\/nginx\//g)].map((m) => m[1]!);
+    expect(mounts).toEqual(['deploy/nginx.conf', 'stack/nginx/frontdoor-logging.conf', 'stack/nginx/frontdoor-errors.conf']);
+    for (const file of mounts) expect(fs.existsSync(repoPath(file)), file).toBe(true);
+  });
+});
