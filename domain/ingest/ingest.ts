@@ -171,7 +171,7 @@ function checkEvents(
     const eventId = typeof ownId === 'string' ? ownId : event?.vendorId;
     if (eventId !== undefined) {
       const first = vendorIds.get(eventId);
-      if (first !== undefined) problems.push(`duplicate of event ${first} (same event id)`);
+      if (first !== undefined) problems.push(`duplicate of event ${first} (same ${typeof ownId === 'string' ? '' : 'vendor '}event id)`);
       else vendorIds.set(eventId, index);
     }
     if (problems.length > 0 || !event || !('ts' in time)) errors.push({ index, reason: problems.join('; ') });
