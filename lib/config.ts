@@ -61,6 +61,11 @@ const configSchema = z.object({
   PIPELINE_BATCH_ROWS: z.coerce.number().int().min(1).default(50000),
   PIPELINE_BATCH_MS: z.coerce.number().int().min(10).default(500),
   RATE_LIMITS_ENABLED: bool.default(true),
+  /** Where each process serves Prometheus metrics (its own port, not through the front door); port 0 turns it off. */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  API_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  EDGE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9465),
+  PIPELINE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9466),
   /** Requests refused for a missing or bad key, per client address per minute, before such requests get 429 instead of 401. */
   UNAUTHENTICATED_RATE_LIMIT: z.coerce.number().int().min(1).default(300),
 });

@@ -3,6 +3,7 @@ import './types.js';
 import type { ApiDeps } from './deps.js';
 import { errorEnvelope } from './middleware/errors.js';
 import { requestContext } from './middleware/request.js';
+import { requestMetrics } from './metrics.js';
 import { operationsRouter } from './http/router.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountMcp } from './mcp/transport.js';
@@ -14,6 +15,7 @@ export function createApp(deps: ApiDeps): Koa {
   // added (earlier entries are the client's to forge).
   const app = new Koa({ proxy: true, maxIpsCount: 1 });
   app.silent = true;
+  app.use(requestMetrics(deps.metrics));
   app.use(requestContext(deps.services.log));
   app.use(errorEnvelope);
   const limiter = deps.services.cfg.RATE_LIMITS_ENABLED ? limiterFor(deps.services.redis, deps.services.cfg) : undefined;

@@ -5,6 +5,7 @@ import { closeServices, createServices } from '../shared/services.js';
 import { onShutdown } from '../../lib/shutdown.js';
 import { createApp } from './app.js';
 import { createApiDeps } from './deps.js';
+import { startMetrics } from '../../lib/metrics.js';
 
 const cfg = configOrExit();
 const log = createLogger('api', cfg.LOG_LEVEL);
@@ -25,6 +26,7 @@ server.on('request', (_req, res: ServerResponse) => {
   res.on('close', () => unanswered.delete(res));
 });
 server.listen(cfg.API_PORT, cfg.API_HOST, () => log.info({ port: cfg.API_PORT, host: cfg.API_HOST }, 'api listening'));
+const metrics = await startMetrics(deps.metrics.registry, cfg.METRICS_HOST, cfg.API_METRICS_PORT, log);
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
   [
@@ -43,5 +45,6 @@ onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
         server.closeIdleConnections();
       }),
   ],
+  ['stop serving metrics', () => metrics?.close()],
   ['close engines', () => closeServices(services)],
 ]);

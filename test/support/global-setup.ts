@@ -61,6 +61,10 @@ export default async function setup(): Promise<() => Promise<void>> {
     KAFKA_TOPIC_PREFIX: topicPrefix,
     REDIS_KEY_PREFIX: `${topicPrefix}:`,
     KAFKA_PARTITIONS: '3',
+    // Processes started by tests serve no metrics port (tests that check metrics pick a free one).
+    API_METRICS_PORT: '0',
+    EDGE_METRICS_PORT: '0',
+    PIPELINE_METRICS_PORT: '0',
   });
   const cfg = loadConfig({ ...fileEnv, ...process.env });
   const db = createDb(cfg, 2);

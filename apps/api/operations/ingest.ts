@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CONNECTOR_TYPES, EVENT_TYPES } from '../../../lib/events.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST } from '../../../domain/ingest/ingest.js';
 import { IDEMPOTENCY_WINDOW_S } from '../../../domain/ingest/idempotency.js';
+import { countIngest } from '../metrics.js';
 import { operation, Reply } from './operation.js';
 
 /** Events are only counted here; each one is validated on its own so one bad event never fails the batch. */
@@ -59,7 +60,7 @@ export const ingestOperations = [
       const { result, replayed } = await ingestBatch(
         {
           db: deps.services.db,
-          publisher: deps.services.publisher,
+          publisher: deps.publisher,
           topic: deps.services.topics.events,
           pseudonyms: deps.pseudonyms,
           throughput: deps.throughput,
@@ -73,6 +74,7 @@ export const ingestOperations = [
           idempotencyKey: headers['idempotency-key'] as string | undefined,
         },
       );
+      if (!replayed) countIngest(deps.metrics, result);
       return new Reply(202, result, replayed ? { 'Idempotent-Replayed': 'true' } : {});
     },
   }),

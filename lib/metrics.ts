@@ -1,0 +1,59 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Logger } from './logger.js';
+
+/**
+ * One Prometheus registry per process (api, edge, pipeline), with the process metrics (CPU, memory,
+ * event loop lag, GC) and a `service` label on every series. Each process serves it on a port of its
+ * own, never through the front door (docs/metrics.md).
+ */
+export function createRegistry(service: 'api' | 'edge' | 'pipeline'): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+export interface MetricsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** `GET /metrics` in the Prometheus text format; anything else is a 404. */
+export async function serveMetrics(registry: Registry, host: string, port: number, log: Logger): Promise<MetricsServer> {
+  const server: Server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"only GET /metrics here","code":"NOT_FOUND"}');
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      (err: Error) => {
+        log.error({ err: err.message }, 'metrics collection failed');
+        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"metrics collection failed","code":"INTERNAL_ERROR"}');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
+  log.info({ host, port: bound }, 'metrics listening');
+  return {
+    port: bound,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Serves the registry unless `port` is 0; a port it cannot bind is logged, not fatal (metrics are not worth an outage). */
+export async function startMetrics(registry: Registry, host: string, port: number, log: Logger): Promise<MetricsServer | undefined> {
+  if (port === 0) return undefined;
+  try {
+    return await serveMetrics(registry, host, port, log);
+  } catch (err) {
+    log.error({ err: (err as Error).message, host, port }, 'cannot serve metrics on this port; running without them');
+    return undefined;
+  }
+}
