@@ -13,7 +13,7 @@ import { authenticate, stillLiveKeys } from '../../domain/tenants/operators.js';
 import { hashApiKey } from '../../domain/tenants/api-keys.js';
 import { ownedVenue } from '../../domain/venues/access.js';
 import { ConnectionLeases } from '../../domain/limits/connections.js';
-import { STREAM_SOURCES, type StreamItem, type StreamSource } from './sources.js';
+import { STREAM_SOURCES, type AnyStreamSource, type StreamItem } from './sources.js';
 import { CLOSE, closeReason, parseMessage, pickMetrics, type Command, type CommandError, type CommandErrorCode } from './protocol.js';
 import type { TelemetryKey } from '../../lib/events.js';
 
@@ -67,7 +67,7 @@ export interface EdgeStats {
 
 export interface EdgeOptions {
   /** Overrides STREAM_SOURCES (tests). */
-  sources?: ReadonlyArray<StreamSource<unknown>>;
+  sources?: readonly AnyStreamSource[];
 }
 
 export interface RunningEdge {

@@ -24,6 +24,10 @@ export interface StreamSource<T> {
   toItem: (message: T) => StreamItem | null;
 }
 
+/** A source whose message type is erased, so sources of different types share one list. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyStreamSource = StreamSource<any>;
+
 const acceptedEvents: StreamSource<CanonicalEvent> = {
   name: 'events',
   topic: (t) => t.events,
@@ -35,5 +39,4 @@ const acceptedEvents: StreamSource<CanonicalEvent> = {
  * Every topic pushed over /ws. Occupancy updates (`eventType: "occupancy"`) and alarm events
  * (`eventType: "alarm"`) join as one entry each once their topics exist in lib/events.ts.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const STREAM_SOURCES: ReadonlyArray<StreamSource<any>> = [acceptedEvents];
+export const STREAM_SOURCES: readonly AnyStreamSource[] = [acceptedEvents];

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { request } from '../support/http.js';
-import { encodeEvent } from '../../lib/events.js';
+import { decodeEvent, encodeEvent, type CanonicalEvent } from '../../lib/events.js';
+import { STREAM_SOURCES, type StreamSource } from '../../apps/edge/sources.js';
 import { Client, freePort, ingestDensity, sleep, startTestEdge, type TestEdge } from './support.js';
 
 let api: RunningApi;
@@ -13,8 +14,8 @@ const clients: Client[] = [];
 const edges: TestEdge[] = [];
 
 const track = (c: Client) => (clients.push(c), c);
-const extraEdge = async (overrides: Parameters<typeof startTestEdge>[0] = {}) => {
-  const e = await startTestEdge(overrides);
+const extraEdge = async (overrides: Parameters<typeof startTestEdge>[0] = {}, opts: Parameters<typeof startTestEdge>[1] = {}) => {
+  const e = await startTestEdge(overrides, opts);
   edges.push(e);
   return e;
 };
@@ -137,6 +138,69 @@ describe('10 concurrent connections per operator', () => {
     expect((await refused(isolated.url, op.key)).code).toBe(4129);
     const health = await request(isolated.url.replace('ws://', 'http://').replace('/ws', '/health'));
     expect(health.body.websocket).toMatchObject({ connections: 10, operators: 1, redis: 'local-fallback' });
+  });
+});
+
+describe('stream sources and scale-out', () => {
+  it('pushes from every topic in the source list, each with its own eventType', async () => {
+    const op = await newOperator(api, 'pro');
+    const venue = (await newVenue(api, op.key)).id;
+    const cfg = testConfig();
+    const extraTopic = `${cfg.KAFKA_TOPIC_PREFIX}.edge-test-source.v1`;
+    const kafka = new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'edge-test', logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: extraTopic, numPartitions: 2 }], waitForLeaders: true });
+    await admin.disconnect();
+    // A second source shaped like the coming occupancy-update topic: one entry in the list.
+    const extra: StreamSource<CanonicalEvent> = {
+      name: 'test-updates',
+      topic: () => extraTopic,
+      decode: decodeEvent,
+      toItem: (e) => ({ operatorId: e.operatorId, venueId: e.venueId, eventType: 'occupancy-update-test', metrics: e.metrics, time: new Date(e.ts).toISOString() }),
+    };
+    const multi = await extraEdge({}, { sources: [...STREAM_SOURCES, extra] });
+    const c = track(await Client.connected(multi.url, op.key));
+    await c.subscribe(1, venue, ['occupancy']);
+    const producer = kafka.producer();
+    await producer.connect();
+    const now = Date.now();
+    await producer.send({
+      topic: extraTopic,
+      messages: [{ key: venue, value: encodeEvent({ id: randomUUID(), operatorId: op.id, venueId: venue, zoneId: null, connectorType: 'density', type: 'occupancy', ts: now, receivedAt: now, device: null, randomizedMac: false, metrics: { occupancy: 12 }, payload: {} }) }],
+    });
+    await producer.disconnect();
+    await ingestDensity(api, op.key, venue, [{ type: 'occupancy', count: 11 }]);
+    await c.next((m) => m.data?.eventType === 'occupancy');
+    const update = await c.next((m) => m.data?.eventType === 'occupancy-update-test');
+    expect(update).toEqual({ cmdId: 1, data: { venueId: venue, eventType: 'occupancy-update-test', metrics: { occupancy: 12 }, time: new Date(now).toISOString() } });
+    const health = await request(multi.url.replace('ws://', 'http://').replace('/ws', '/health'));
+    expect(health.body.kafka.sources.map((s: { name: string; ready: boolean }) => [s.name, s.ready])).toEqual([['events', true], ['test-updates', true]]);
+  });
+
+  it('delivers from every edge instance: each sees every partition', async () => {
+    const second = await extraEdge();
+    const op = await newOperator(api, 'pro');
+    // One venue per partition of the events topic (venues are the message keys).
+    const partitionOf = Partitioners.DefaultPartitioner();
+    const partitions = Array.from({ length: edge.cfg.KAFKA_PARTITIONS }, (_, i) => ({ partitionId: i, leader: 0 }));
+    const byPartition = new Map<number, string>();
+    while (byPartition.size < partitions.length) {
+      const v = (await newVenue(api, op.key)).id;
+      const p = partitionOf({ topic: 'events', partitionMetadata: partitions as never, message: { key: v, value: null } });
+      if (!byPartition.has(p)) byPartition.set(p, v);
+    }
+    const venues = [...byPartition.values()];
+    const onFirst = track(await Client.connected(edge.url, op.key));
+    const onSecond = track(await Client.connected(second.url, op.key));
+    for (const [i, v] of venues.entries()) {
+      await onFirst.subscribe(i, v, ['entries']);
+      await onSecond.subscribe(i, v, ['entries']);
+    }
+    for (const v of venues) await ingestDensity(api, op.key, v, [{ type: 'entry' }]);
+    for (const c of [onFirst, onSecond]) {
+      for (let i = 0; i < venues.length; i++) await c.next((m) => m.cmdId === i && m.data);
+    }
   });
 });
 

@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import { expect } from 'vitest';
 import type { Config } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
-import { startEdge, type RunningEdge } from '../../apps/edge/server.js';
+import { startEdge, type EdgeOptions, type RunningEdge } from '../../apps/edge/server.js';
 import { testConfig, type RunningApi } from '../support/env.js';
 import { request, type JsonResponse } from '../support/http.js';
 
@@ -23,9 +23,9 @@ export interface TestEdge extends RunningEdge {
 }
 
 /** A real edge instance in this process (own uWS app, consumer groups, Postgres pool, Redis client). */
-export async function startTestEdge(overrides: Partial<Record<keyof Config, string>> = {}): Promise<TestEdge> {
+export async function startTestEdge(overrides: Partial<Record<keyof Config, string>> = {}, opts: EdgeOptions = {}): Promise<TestEdge> {
   const cfg = testConfig({ EDGE_HOST: '127.0.0.1', EDGE_PORT: String(await freePort()), ...overrides });
-  const edge = await startEdge(cfg, createLogger('edge-test', cfg.LOG_LEVEL));
+  const edge = await startEdge(cfg, createLogger('edge-test', cfg.LOG_LEVEL), opts);
   return Object.assign(edge, { url: `ws://127.0.0.1:${edge.port}/ws`, cfg });
 }
 
