@@ -253,7 +253,6 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
     // Above WS_MAX_BUFFERED_BYTES deliver() closes the connection itself, with a reason; uWS's own
     // limit sits above that so it never drops a message on its own.
     maxBackpressure: cfg.WS_MAX_BUFFERED_BYTES * 2,
-    closeOnBackpressureLimit: 0,
     idleTimeout: cfg.WS_IDLE_TIMEOUT_S,
     sendPingsAutomatically: true,
     compression: uWS.DISABLED,

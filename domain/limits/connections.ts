@@ -104,9 +104,15 @@ export class ConnectionLeases {
       this.log.warn({ leases: this.held.size }, 'redis unavailable: connection leases not refreshed');
       return;
     }
-    const entries = [...this.held];
-    for (let i = 0; i < entries.length; i += REFRESH_CHUNK) {
-      const chunk = entries.slice(i, i + REFRESH_CHUNK);
+    const ids = [...this.held.keys()];
+    for (let i = 0; i < ids.length; i += REFRESH_CHUNK) {
+      // Read from `held` right before sending: a lease released while an earlier chunk was in
+      // flight must not be written back (its ZREM is already queued ahead of this script).
+      const chunk = ids.slice(i, i + REFRESH_CHUNK).flatMap((id) => {
+        const op = this.held.get(id);
+        return op ? [[id, op] as const] : [];
+      });
+      if (chunk.length === 0) continue;
       const keys = chunk.map(([, op]) => this.key(op));
       const ok = await redisAnswer(this.redis.eval(REFRESH, keys.length, ...keys, this.ttlMs, ...chunk.map(([id]) => id)), 2000);
       if (ok === undefined) {
