@@ -21,6 +21,8 @@ import type { TelemetryKey } from '../../lib/events.js';
 const CHECK_TIMEOUT_MS = 5000;
 /** Client messages waiting for their replies on one connection; more are refused, not queued. */
 const MAX_PENDING_MESSAGES = 32;
+/** Queued pushes after which a batch is flushed to the sockets before reading on. */
+const FLUSH_EVERY = 5000;
 /** Frames above WS_MAX_MESSAGE_BYTES × this are not even read: the connection is dropped. */
 export const HARD_FRAME_FACTOR = 4;
 /** How long start-up waits for every consumer's first fetch (its position at the topic's end) before listening anyway. */
@@ -33,6 +35,12 @@ interface Subscription {
   /** Subscriptions with equal keys and cmdId get the same bytes: serialised once per event. */
   shape: string;
   conn: Conn;
+}
+
+/** Pushes gathered over part of a Kafka batch, sent per connection in one corked write. */
+interface Outbox {
+  byConn: Map<Conn, string[]>;
+  size: number;
 }
 
 interface Refusal {
@@ -119,10 +127,23 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
 
   /** Sends, or closes the connection as a slow consumer: a push is never dropped silently. */
   function deliver(conn: Conn, text: string): void {
+    deliverAll(conn, [text]);
+  }
+
+  /** Sends in one corked write (one syscall for many pushes); stops and closes on a slow consumer. */
+  function deliverAll(conn: Conn, texts: string[]): void {
     const ws = conn.ws!;
-    const status = ws.send(text);
+    let dropped = false;
+    ws.cork(() => {
+      for (const text of texts) {
+        if (ws.send(text) === 2 || ws.getBufferedAmount() > cfg.WS_MAX_BUFFERED_BYTES) {
+          dropped = true;
+          break;
+        }
+      }
+    });
     const buffered = ws.getBufferedAmount();
-    if (status === 2 || buffered > cfg.WS_MAX_BUFFERED_BYTES) {
+    if (dropped || buffered > cfg.WS_MAX_BUFFERED_BYTES) {
       counters.closedSlow++;
       log.warn({ operatorId: conn.operatorId, buffered }, 'closing a slow consumer');
       ws.end(CLOSE.SLOW_CONSUMER, closeReason('SLOW_CONSUMER', `more than ${cfg.WS_MAX_BUFFERED_BYTES} bytes unread; reconnect and read faster`));
@@ -145,7 +166,8 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
     set.add(sub);
   }
 
-  function fanOut(item: StreamItem): void {
+  /** Queues the item's pushes per connection; `flush` sends them. */
+  function fanOut(item: StreamItem, outbox: Outbox): void {
     const subs = byVenue.get(item.venueId);
     if (!subs) return;
     const bytes = new Map<string, string | null>();
@@ -158,8 +180,18 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
         text = metrics && JSON.stringify({ cmdId: sub.cmdId, data: { venueId: item.venueId, eventType: item.eventType, metrics, time: item.time } });
         bytes.set(sub.shape, text);
       }
-      if (text !== null) deliver(conn, text);
+      if (text === null) continue;
+      const queued = outbox.byConn.get(conn);
+      if (queued) queued.push(text);
+      else outbox.byConn.set(conn, [text]);
+      outbox.size++;
     }
+  }
+
+  function flush(outbox: Outbox): void {
+    for (const [conn, texts] of outbox.byConn) if (conn.open && conn.ws) deliverAll(conn, texts);
+    outbox.byConn.clear();
+    outbox.size = 0;
   }
 
   async function runCommand(conn: Conn, cmd: Command): Promise<void> {
@@ -373,6 +405,7 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
           });
         },
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+          const outbox: Outbox = { byConn: new Map(), size: 0 };
           for (const message of batch.messages) {
             if (!isRunning() || isStale()) break;
             let item: StreamItem | null = null;
@@ -382,10 +415,12 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
               tail.undecodable++;
               slog.warn({ partition: batch.partition, offset: message.offset, err: (err as Error).message }, 'message does not decode; not pushed');
             }
-            if (item) fanOut(item);
+            if (item) fanOut(item, outbox);
+            if (outbox.size >= FLUSH_EVERY) flush(outbox);
             tail.tailed++;
             resolveOffset(message.offset);
           }
+          flush(outbox);
           tail.lastMessageAt = Date.now();
           await heartbeat();
         },
