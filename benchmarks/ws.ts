@@ -210,7 +210,10 @@ for (const s of steady.subs) s.ws.terminate();
 await new Promise((r) => setTimeout(r, 1000));
 
 // ---- (b) fan-out to many connections, and memory per connection ----
+const edgeHealth = async () =>
+  (await (await fetch(`http://127.0.0.1:${EDGE_PORT}/health`)).json()) as { websocket: { connections: number }; memory: { heapUsedBytes: number } };
 const rssBefore = procStat(edge.child.pid).rssBytes;
+const heapBefore = (await edgeHealth()).memory.heapUsedBytes;
 const fanLatency: number[] = [];
 const lastArrival = new Map<number, number>();
 const openStarted = performance.now();
@@ -218,7 +221,7 @@ const fan = await openSubscribers(FANOUT_CONNECTIONS, venueB, fanLatency, lastAr
 const openSeconds = (performance.now() - openStarted) / 1000;
 await new Promise((r) => setTimeout(r, 2000));
 const rssAfter = procStat(edge.child.pid).rssBytes;
-const health = (await (await fetch(`http://127.0.0.1:${EDGE_PORT}/health`)).json()) as { websocket: { connections: number } };
+const health = await edgeHealth();
 const fanFirst = seq;
 const fanSent: number[] = [];
 for (let i = 0; i < FANOUT_EVENTS; i++) {
@@ -239,6 +242,8 @@ const fanResult = {
   edgeRssBeforeMiB: round(rssBefore / 2 ** 20),
   edgeRssAfterMiB: round(rssAfter / 2 ** 20),
   edgeBytesPerConnection: fan.subs.length ? Math.round((rssAfter - rssBefore) / fan.subs.length) : null,
+  /** The JS heap's share (V8 may not have collected the handshakes' garbage yet: an upper bound). */
+  edgeHeapBytesPerConnection: fan.subs.length ? Math.round((health.memory.heapUsedBytes - heapBefore) / fan.subs.length) : null,
   events: seq - fanFirst,
   pushesExpected: expectedFan,
   pushesReceived: fanLatency.length,

@@ -448,6 +448,7 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
             })),
           },
           websocket: { ...stats(), leases: leases.size, redis: redis.status === 'ready' ? 'shared' : 'local-fallback' },
+          memory: { rssBytes: process.memoryUsage.rss(), heapUsedBytes: process.memoryUsage().heapUsed },
           uptime: Math.floor((Date.now() - startedAt) / 1000),
         }),
       );
