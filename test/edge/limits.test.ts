@@ -265,6 +265,23 @@ describe('backpressure, pings and health', () => {
     expect(c.closed).toBeNull();
   });
 
+  it('closes a connection that answers nothing, and frees its place', async () => {
+    const pinging = await extraEdge({ WS_IDLE_TIMEOUT_S: '8' });
+    const op = await newOperator(api);
+    const health = pinging.url.replace('ws://', 'http://').replace('/ws', '/health');
+    const dead = track(await Client.connected(pinging.url, op.key));
+    track(await Client.connected(pinging.url, op.key));
+    // A paused client reads nothing, so it never answers the ping: as good as gone.
+    dead.ws.pause();
+    const deadline = Date.now() + 40_000;
+    let ws = (await request(health)).body.websocket;
+    while (ws.connections > 1 && Date.now() < deadline) {
+      await sleep(500);
+      ws = (await request(health)).body.websocket;
+    }
+    expect(ws).toMatchObject({ connections: 1, leases: 1 });
+  });
+
   it('reports connections, operators and subscriptions on /health', async () => {
     const own = await extraEdge();
     const a = await newOperator(api, 'pro');
