@@ -68,6 +68,20 @@ const configSchema = z.object({
   PIPELINE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9466),
   /** Requests refused for a missing or bad key, per client address per minute, before such requests get 429 instead of 401. */
   UNAUTHENTICATED_RATE_LIMIT: z.coerce.number().int().min(1).default(300),
+  /** Concurrent /ws connections per operator, across every edge instance (spec: 10). */
+  WS_MAX_CONNECTIONS_PER_OPERATOR: z.coerce.number().int().min(1).default(10),
+  /** A connection whose unsent pushes exceed this many bytes is closed as a slow consumer (4108). */
+  WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(16 * 1024).default(1024 * 1024),
+  /** Largest client message; a larger one is answered VALIDATION_ERROR, one above 4 times this drops the connection. */
+  WS_MAX_MESSAGE_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(32 * 1024),
+  /** Subscriptions one connection may hold at once. */
+  WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).default(100),
+  /** Seconds without traffic before the edge pings; a connection that stays silent after the ping is closed. */
+  WS_IDLE_TIMEOUT_S: z.coerce.number().int().min(8).max(960).default(32),
+  /** How often the keys of live connections are re-checked, so a rotated key's sockets close within this. */
+  WS_KEY_RECHECK_MS: z.coerce.number().int().min(100).default(5000),
+  /** Life of a connection's lease in Redis, refreshed at a third of it; a crashed edge's leases lapse after it. */
+  WS_LEASE_TTL_MS: z.coerce.number().int().min(1000).default(30000),
 });
 
 export type Config = z.infer<typeof configSchema>;

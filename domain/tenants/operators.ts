@@ -6,6 +6,7 @@ import {
   insertApiKey,
   insertOperator,
   keyOwnerByHash,
+  liveKeyHashes,
   lockOperator,
   revokeLiveKeys,
   updatePlan,
@@ -63,6 +64,16 @@ export async function authenticate(db: Db, key: string | undefined): Promise<Ope
   if (!row) throw unauthorized('invalid API key');
   if (row.revoked_at) throw unauthorized('this API key has been rotated; use the current key');
   return { id: row.id, plan: row.plan, billingAnchor: row.billing_anchor };
+}
+
+/**
+ * For long-lived sessions authenticated once (WebSocket connections): which of these key hashes
+ * (from `hashApiKey`) still belong to live keys, in one indexed lookup. A hash missing from the
+ * answer was rotated (or never existed) and its sessions must end.
+ */
+export async function stillLiveKeys(db: Db, hashes: Buffer[]): Promise<Set<string>> {
+  if (hashes.length === 0) return new Set();
+  return new Set((await liveKeyHashes(db, hashes)).map((h) => h.toString('hex')));
 }
 
 /**

@@ -46,6 +46,15 @@ export async function keyOwnerByHash(db: Queryable, hash: Buffer): Promise<KeyOw
   );
 }
 
+/** Of the given key hashes, those of keys that are still live (not rotated). */
+export async function liveKeyHashes(db: Queryable, hashes: Buffer[]): Promise<Buffer[]> {
+  const live = await rows<{ key_hash: Buffer }>(
+    db,
+    sql`SELECT key_hash FROM api_keys WHERE key_hash = ANY(${hashes}::bytea[]) AND revoked_at IS NULL`,
+  );
+  return live.map((r) => r.key_hash);
+}
+
 /** Locks the operator row so concurrent key rotations or plan changes for one operator run one at a time. */
 export async function lockOperator(db: Queryable, operatorId: string): Promise<boolean> {
   return (await exec(db, sql`SELECT 1 FROM operators WHERE id = ${operatorId} FOR UPDATE`)) === 1;
