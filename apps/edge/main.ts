@@ -1,6 +1,8 @@
 import { configOrExit } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
+import { startMetrics } from '../../lib/metrics.js';
 import { onShutdown } from '../../lib/shutdown.js';
+import { createEdgeRegistry } from './metrics.js';
 import { startEdge } from './server.js';
 
 const cfg = configOrExit();
@@ -11,4 +13,5 @@ const edge = await startEdge(cfg, log).catch((err: Error) => {
   log.fatal({ err }, 'edge could not start');
   process.exit(1);
 });
-onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, edge.shutdownSteps());
+const metrics = await startMetrics(createEdgeRegistry(edge.stats), cfg.METRICS_HOST, cfg.EDGE_METRICS_PORT, log);
+onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [...edge.shutdownSteps(), ['stop serving metrics', () => metrics?.close()]]);

@@ -71,6 +71,9 @@ export interface EdgeStats {
   refused: number;
   closedSlow: number;
   closedRotated: number;
+  /** Frames sent to clients (pushes, replies) and received from them, since start. */
+  messagesSent: number;
+  messagesReceived: number;
 }
 
 export interface EdgeOptions {
@@ -115,7 +118,7 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
   const conns = new Set<Conn>();
   const byVenue = new Map<string, Set<Subscription>>();
   const releases = new Set<Promise<void>>();
-  const counters = { refused: 0, closedSlow: 0, closedRotated: 0 };
+  const counters = { refused: 0, closedSlow: 0, closedRotated: 0, messagesSent: 0, messagesReceived: 0 };
   let accepting = true;
 
   // ---- connections and subscriptions ----
@@ -140,6 +143,7 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
           dropped = true;
           break;
         }
+        counters.messagesSent++;
       }
     });
     const buffered = ws.getBufferedAmount();
@@ -333,8 +337,10 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
       }
       conns.add(conn);
       ws.send(JSON.stringify({ type: 'connected', operatorId: conn.operatorId, timestamp: new Date().toISOString() }));
+      counters.messagesSent++;
     },
     message: (ws, message, isBinary) => {
+      counters.messagesReceived++;
       const conn = ws.getUserData();
       if (conn.refusal || !conn.open) return;
       if (isBinary) return replyError(conn, null, 'VALIDATION_ERROR', 'send commands as JSON text frames');
