@@ -61,6 +61,10 @@ const configSchema = z.object({
   PIPELINE_BATCH_ROWS: z.coerce.number().int().min(1).default(50000),
   PIPELINE_BATCH_MS: z.coerce.number().int().min(10).default(500),
   RATE_LIMITS_ENABLED: bool.default(true),
+  /** Stable per pipeline process: its processors' transactional ids, so a restart fences the killed predecessor at once. */
+  PIPELINE_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-"').default('0'),
+  /** How often the processors' wall-clock timers run (visits closing, daily resets, connector silence). */
+  PROCESSOR_TICK_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
 });
 
 export type Config = z.infer<typeof configSchema>;

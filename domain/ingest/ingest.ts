@@ -3,7 +3,8 @@ import type { z } from 'zod';
 import type { Message } from 'kafkajs';
 import type { Db } from '../../postgres/client.js';
 import { activeZones } from '../../postgres/queries/zones.js';
-import { encodeEvent, type CanonicalEvent, type ConnectorType, type EventType } from '../../lib/events.js';
+import { liveIntegrationSummaries } from '../../postgres/queries/integrations.js';
+import { encodeEvent, encodeIngestReport, type CanonicalEvent, type ConnectorType, type EventType } from '../../lib/events.js';
 import type { Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { unavailable } from '../../lib/errors.js';
@@ -25,6 +26,8 @@ export interface IngestDeps {
   publisher: Publisher;
   /** The events topic. */
   topic: string;
+  /** Where each request's accepted/rejected counts go (connector health's rejection rate); none when absent. */
+  reportsTopic?: string;
   pseudonyms: Pseudonyms;
   throughput: Throughput;
   log: Logger;
@@ -73,6 +76,7 @@ export async function ingestBatch(deps: IngestDeps, batch: IngestBatch, now = ne
   const checkMs = performance.now() - started;
   const { errors } = checked;
   let valid = await resolveZones(deps.db, venueId, checked.valid, errors);
+  valid = await checkHeartbeatIntegrations(deps.db, venueId, connectorType, valid, errors);
 
   const reservation = await reserveIngestEvents(deps.db, operator, valid.length, now);
   if (reservation.dropped > 0) {
@@ -101,6 +105,7 @@ export async function ingestBatch(deps: IngestDeps, batch: IngestBatch, now = ne
     }
     await deps.throughput.record(valid.length);
   }
+  if (deps.reportsTopic) await report(deps, deps.reportsTopic, { operatorId: operator.id, venueId, connectorType, accepted: valid.length, rejected: errors.length, ts: now.getTime() });
   deps.log.debug(
     { accepted: valid.length, rejected: errors.length, checkMs: round(checkMs), publishMs: round(performance.now() - publishing) },
     'ingest batch',
@@ -154,6 +159,31 @@ function checkEvents(
     else valid.push({ index, type: type as EventType, ts: time.ts, event, zoneId: null });
   });
   return { valid, errors };
+}
+
+/** Best effort: a lost report only makes the rejection rate less precise, never loses an event. */
+async function report(deps: IngestDeps, topic: string, r: Parameters<typeof encodeIngestReport>[0]): Promise<void> {
+  try {
+    await deps.publisher.publish(topic, [{ key: r.venueId, value: encodeIngestReport(r) }]);
+  } catch (err) {
+    deps.log.warn({ err: (err as Error).message }, 'ingest report not published; connector health misses this request');
+  }
+}
+
+/**
+ * A heartbeat naming an integration counts for that integration's health: it must be an active
+ * integration of this venue and of this connector type (issue 15: never another operator's).
+ */
+async function checkHeartbeatIntegrations(db: Db, venueId: string, connectorType: ConnectorType, valid: Valid[], errors: IngestError[]): Promise<Valid[]> {
+  const named = (v: Valid) => (v.type === 'heartbeat' ? v.event.payload.integration_id : undefined);
+  if (!valid.some((v) => typeof named(v) === 'string')) return valid;
+  const mine = new Set((await liveIntegrationSummaries(db, venueId)).filter((i) => i.is_active && i.connector_type === connectorType).map((i) => i.id));
+  return valid.filter((v) => {
+    const id = named(v);
+    if (typeof id !== 'string' || mine.has(id)) return true;
+    errors.push({ index: v.index, reason: `payload.integration_id '${id}' is not an active ${connectorType} integration of this venue` });
+    return false;
+  });
 }
 
 /** Zone references must name an active zone of this venue; the zones are loaded once, only if referenced. */
