@@ -4,6 +4,7 @@ import { dwellHistogram } from '../../clickhouse/queries/derived.js';
 import type { Queryable } from '../../postgres/client.js';
 import { activeZones } from '../../postgres/queries/zones.js';
 import { ownedVenue } from '../venues/access.js';
+import { parseInput } from '../../lib/validate.js';
 
 export const DWELL_BUCKETS = ['0-5m', '5-15m', '15-30m', '30-60m', '60m+'] as const;
 export const DWELL_RANGES = { '24h': 1, '7d': 7, '30d': 30, '90d': 90 } as const;
@@ -27,7 +28,7 @@ export type DwellHistogram = z.infer<typeof dwellOutput>;
  * (`zone_id` "default"), then each active zone in creation order, every bucket present.
  */
 export async function venueDwell(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof dwellInput>, now = Date.now()): Promise<DwellHistogram> {
-  const { id, range } = dwellInput.parse(input);
+  const { id, range } = parseInput(dwellInput, input, 'query');
   await ownedVenue(deps.db, operatorId, id);
   const toSec = Math.floor(now / 1000) + 1;
   const fromSec = toSec - DWELL_RANGES[range] * 86_400;

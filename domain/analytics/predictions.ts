@@ -4,6 +4,7 @@ import { telemetrySeries } from '../../clickhouse/queries/telemetry.js';
 import type { Queryable } from '../../postgres/client.js';
 import { dayOfWeek as dayOfWeekOf, localDayNumber, localHour } from '../telemetry/calendar.js';
 import { ownedVenue } from '../venues/access.js';
+import { parseInput } from '../../lib/validate.js';
 import { queryInt } from './schemas.js';
 
 const HOUR_S = 3600;
@@ -46,7 +47,7 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
  * rounded to 2 decimals; no samples gives zeros and sampleSize 0.
  */
 export async function predictOccupancy(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof predictionInput>, now = Date.now()): Promise<Prediction> {
-  const { id, dayOfWeek, hour } = predictionInput.parse(input);
+  const { id, dayOfWeek, hour } = parseInput(predictionInput, input, 'query');
   const venue = await ownedVenue(deps.db, operatorId, id);
   const toSec = Math.floor(now / 1000 / HOUR_S) * HOUR_S;
   const fromSec = toSec - PREDICTION_DAYS * 86_400;

@@ -4,6 +4,7 @@ import { visitDays } from '../../clickhouse/queries/derived.js';
 import type { Queryable } from '../../postgres/client.js';
 import { dayString, localDayNumber } from '../telemetry/calendar.js';
 import { ownedVenue } from '../venues/access.js';
+import { parseInput } from '../../lib/validate.js';
 
 export const SCORING_RANGES = { '7d': 7, '30d': 30, '90d': 90 } as const;
 
@@ -47,7 +48,7 @@ export function percentages(counts: number[]): number[] {
  * the venue's time zone), from the loyalty rollup of closed whole-venue visits.
  */
 export async function visitorScoring(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof scoringInput>, now = Date.now()): Promise<Scoring> {
-  const { id, range } = scoringInput.parse(input);
+  const { id, range } = parseInput(scoringInput, input, 'query');
   const venue = await ownedVenue(deps.db, operatorId, id);
   const today = localDayNumber(now, venue.timezone);
   const rows = await visitDays(deps.ch, { operatorId, venueId: id, fromDay: dayString(today - SCORING_RANGES[range] + 1), toDay: dayString(today) });
