@@ -60,14 +60,14 @@ export const insertHealth = (ch: Ch, rows: HealthRow[]) => ch.insert({ table: 'c
 /** The newest figure of the venue ('' zone) and of each zone of one venue. */
 export function currentOccupancySql(q: { operatorId: string; venueId: string }): ChSql {
   return chsql`SELECT zone_id, argMax(value, (ts, ts_ms, kafka_partition, kafka_offset)) AS value,
-                      toUInt64(max(ts)) * 1000 + toUInt64(argMax(ts_ms, (ts, ts_ms))) AS at
+                      toFloat64(toUInt64(max(ts)) * 1000 + argMax(ts_ms, (ts, ts_ms))) AS at
                  FROM occupancy_updates
                 WHERE operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId})
                 GROUP BY zone_id ORDER BY zone_id`;
 }
 
 export async function currentOccupancy(ch: Ch, q: { operatorId: string; venueId: string }): Promise<Array<{ zone_id: string; value: number; at: number }>> {
-  const rows = await chRows<{ zone_id: string; value: number; at: string | number }>(ch, currentOccupancySql(q));
+  const rows = await chRows<{ zone_id: string; value: number; at: number }>(ch, currentOccupancySql(q));
   return rows.map((r) => ({ zone_id: r.zone_id, value: Number(r.value), at: Number(r.at) }));
 }
 
