@@ -74,6 +74,19 @@ export function topicNames(prefix: string): Topics {
 
 export const encodeEvent = (event: CanonicalEvent): Buffer => Buffer.from(JSON.stringify(event));
 
+/**
+ * The canonical event when its type is one of `types`, else null, validating only those: a
+ * processor that needs a few types skips the schema check of every other event. Throws when the
+ * bytes are not JSON or a wanted event is not canonical.
+ */
+export function decodeEventOfTypes(value: Buffer | null, types: ReadonlySet<EventType>): CanonicalEvent | null {
+  if (!value) throw new Error('empty message');
+  const json: unknown = JSON.parse(value.toString('utf8'));
+  const type = typeof json === 'object' && json !== null ? (json as { type?: unknown }).type : undefined;
+  if (typeof type === 'string' && !types.has(type as EventType)) return null;
+  return canonicalEventSchema.parse(json);
+}
+
 /** Throws when the bytes are not a canonical event; the sink sends such messages to the dead-letter topic. */
 export function decodeEvent(value: Buffer | null): CanonicalEvent {
   if (!value) throw new Error('empty message');

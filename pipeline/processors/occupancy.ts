@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../../postgres/client.js';
-import { decodeEvent, decodeStateEntry, encodeOccupancyUpdate, encodeStateEntry, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
+import { decodeEventOfTypes, decodeStateEntry, encodeOccupancyUpdate, encodeStateEntry, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
 import { nextPeriodStart, periodStart } from '../../domain/telemetry/calendar.js';
 import { describeError } from '../sink/dead-letter.js';
 import type { Effects, InputMessage, Processor, ProcessorContext } from './runtime.js';
@@ -23,6 +23,7 @@ import { VenueInfos, type VenueInfo } from './venues.js';
  */
 
 export const REORDER_WINDOW_MS = 120_000;
+const FLOW_TYPES = new Set(['entry', 'exit', 'occupancy'] as const);
 
 /** One event of the window: time, input order, absolute (1) or flow (0), amount. */
 const pendingSchema = z.tuple([z.number(), z.number(), z.union([z.literal(0), z.literal(1)]), z.number()]);
@@ -156,13 +157,14 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
       const events: CanonicalEvent[] = [];
       for (const m of messages) {
         try {
-          events.push(decodeEvent(m.value));
+          const e = decodeEventOfTypes(m.value, FLOW_TYPES);
+          if (e) events.push(e);
         } catch (err) {
           // The events sink dead-letters it; nothing here can count it.
           ctx.log.warn({ partition: m.partition, offset: m.offset, err: describeError(err) }, 'occupancy: undecodable event skipped');
         }
       }
-      const relevant = events.filter((e) => e.type === 'entry' || e.type === 'exit' || e.type === 'occupancy');
+      const relevant = events;
       const outputs: Effects['outputs'] = [];
       const dirty = new Set<string>();
       if (relevant.length === 0) return { outputs, changes: [] };

@@ -130,6 +130,7 @@ export class ProcessorRuntime<S> {
   private admin?: Admin;
   private timer?: NodeJS.Timeout;
   private stopped = false;
+  private loggedAt = Date.now();
 
   constructor(
     private readonly processor: Processor<S>,
@@ -229,7 +230,14 @@ export class ProcessorRuntime<S> {
     await this.exclusive(async () => {
       if (this.stopped || payload.isStale()) return;
       const p = batch.partition;
-      if (!this.states.has(p)) await this.restore(payload.heartbeat);
+      if (!this.states.has(p)) {
+        try {
+          await this.restore(payload.heartbeat);
+        } catch (err) {
+          this.log.error({ err: describeError(err) }, 'state restore failed; kafkajs retries the batch');
+          throw err;
+        }
+      }
       const state = this.states.get(p) ?? this.fresh(p);
       const next = BigInt(batch.lastOffset()) + 1n;
       const ctx: ProcessorContext = { partition: p, now: Date.now(), caughtUp: false, log: this.log };
@@ -247,7 +255,13 @@ export class ProcessorRuntime<S> {
         payload.pause();
         this.consumer?.seek({ topic: batch.topic, partition: p, offset: batch.firstOffset()! });
         this.log.warn({ partition: p, err: describeError(err) }, 'batch failed; aborted, state dropped, batch refetched');
-        setTimeout(() => this.consumer?.resume([{ topic: batch.topic, partitions: [p] }]), 1000).unref();
+        setTimeout(() => {
+          try {
+            this.consumer?.resume([{ topic: batch.topic, partitions: [p] }]);
+          } catch (e) {
+            this.log.debug({ err: describeError(e) }, 'resume after a failed batch skipped: the consumer stopped');
+          }
+        }, 1000).unref();
         return;
       }
       this.position.set(`${batch.topic}:${p}`, next);
@@ -278,6 +292,10 @@ export class ProcessorRuntime<S> {
       if (effects.outputs.length > 0 || effects.changes.length > 0) parts.push({ partition: p, ...effects });
     }
     this.stats.stateEntries = this.stateSize();
+    if (now - this.loggedAt >= 60_000) {
+      this.loggedAt = now;
+      this.log.info({ stats: this.stats, rssMb: Math.round(process.memoryUsage().rss / 1048576) }, 'processor stats');
+    }
     if (parts.length === 0) return;
     try {
       await this.transactMany(parts, []);

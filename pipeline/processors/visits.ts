@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Queryable } from '../../postgres/client.js';
-import { decodeEvent, decodeStateEntry, encodeStateEntry, encodeVisit, type CanonicalEvent, type Visit } from '../../lib/events.js';
+import { decodeEventOfTypes, decodeStateEntry, encodeStateEntry, encodeVisit, type CanonicalEvent, type Visit } from '../../lib/events.js';
 import { describeError } from '../sink/dead-letter.js';
 import type { Effects, Processor } from './runtime.js';
 import { VenueInfos, type VenueInfo } from './venues.js';
@@ -35,6 +35,7 @@ const openSchema = z.object({
 type Open = z.infer<typeof openSchema>;
 const streamSchema = z.object({ t: z.number() });
 const STREAM_KEY = '~stream';
+const SIGHTINGS = new Set(['device_seen', 'device_left'] as const);
 
 export interface VisitsState {
   open: Map<string, Open>;
@@ -108,8 +109,8 @@ export function createVisitsProcessor(opts: { db: Queryable; inputTopic: string;
       const events: CanonicalEvent[] = [];
       for (const m of messages) {
         try {
-          const e = decodeEvent(m.value);
-          if ((e.type === 'device_seen' || e.type === 'device_left') && e.device) events.push(e);
+          const e = decodeEventOfTypes(m.value, SIGHTINGS);
+          if (e?.device) events.push(e);
         } catch (err) {
           ctx.log.warn({ partition: m.partition, offset: m.offset, err: describeError(err) }, 'visits: undecodable event skipped');
         }
