@@ -103,7 +103,17 @@ const cpuOf = (pid: number | undefined) => {
 };
 const pidFile = (p: string) => Number(readFileSync(repoPath('.stack', p), 'utf8').trim()) || undefined;
 const api = startProcess('api', 'dist/apps/api/main.js', env);
-const pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', env);
+// The processors log their state size (entries held) when they stop: read from the pipeline's log.
+const processorState: Record<string, number> = {};
+const pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', { ...env, LOG_LEVEL: 'info' }, (line) => {
+  if (!line.includes('"processor stopped"')) return;
+  try {
+    const entry = JSON.parse(line) as { processor?: string; stats?: { stateEntries?: number } };
+    if (entry.processor) processorState[entry.processor] = entry.stats?.stateEntries ?? NaN;
+  } catch {
+    // not a JSON log line: nothing to read
+  }
+});
 const base = `http://127.0.0.1:${API_PORT}`;
 await waitFor('api', async () => (await fetch(`${base}/health`)).ok);
 
@@ -296,7 +306,7 @@ const result = {
     drainAfterLoadMs: round(drainMs, 0),
     probeLagMs: { samples: probeLags.length, p50: round(percentile(probeLags, 50)), p95: round(percentile(probeLags, 95)), max: round(probeLags.at(-1) ?? NaN) },
   },
-  processors: { lag: processorLag, pipelineRssMbAfterCatchUp: pipelineRssMb },
+  processors: { lag: processorLag, stateEntriesAtStop: processorState, pipelineRssMbAfterCatchUp: pipelineRssMb },
   kafkaProducerPerformance: { recordsPerSec: round(kafkaCeiling, 0), recordSizeBytes: sampleEventBytes, acks: 'all', line: perfLine },
   ratioToKafkaCeiling: round(eventsPerSec / kafkaCeiling, 3),
   cpuSecondsDuringLoad: cpu,

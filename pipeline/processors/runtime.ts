@@ -203,7 +203,9 @@ export class ProcessorRuntime<S> {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.exclusive(async () => undefined);
+    await this.exclusive(async () => {
+      this.stats.stateEntries = this.stateSize();
+    });
     await this.consumer?.stop();
     await this.consumer?.disconnect();
     await this.producer?.disconnect();
