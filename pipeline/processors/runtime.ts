@@ -272,7 +272,8 @@ export class ProcessorRuntime<S> {
       this.stats.batches++;
       this.stats.messages += batch.messages.length;
     });
-    await payload.heartbeat().catch(() => undefined);
+    // A failed heartbeat means a rebalance is under way: kafkajs rejoins, the join handler drops the state.
+    await payload.heartbeat().catch((err: unknown) => this.log.debug({ err: describeError(err) }, 'heartbeat failed after a batch'));
   };
 
   private fresh(p: number): S {
@@ -284,6 +285,7 @@ export class ProcessorRuntime<S> {
   /** Wall-clock timers of every restored partition, in one transaction. */
   private async tick(): Promise<void> {
     if (this.stopped) return;
+    // Partitions without a batch since the join get their state here, so their timers run too.
     if ([...this.assigned].some((p) => !this.states.has(p))) await this.restore(async () => undefined);
     await this.refreshEnds();
     const now = Date.now();
@@ -401,7 +403,7 @@ export class ProcessorRuntime<S> {
         while (pending.size > 0) {
           if (Date.now() > until) throw new Error(`changelog restore did not reach the end of partitions ${[...pending].join(', ')}`);
           await new Promise((r) => setTimeout(r, 50));
-          await heartbeat().catch(() => undefined);
+          await heartbeat().catch((err: unknown) => this.log.debug({ err: describeError(err) }, 'heartbeat failed while restoring'));
         }
       } finally {
         await reader.disconnect();
