@@ -40,7 +40,11 @@ const SIGHTINGS = new Set(['device_seen', 'device_left'] as const);
 export interface VisitsState {
   open: Map<string, Open>;
   streamTime: number;
+  /** Stream time of the last sweep for expired visits (memory only). */
+  sweptAt: number;
 }
+
+const SWEEP_EVERY_MS = 60_000;
 
 /** A stable id per (scope, device, start): a replayed or reprocessed visit keeps it. */
 function visitId(o: Open): string {
@@ -92,7 +96,7 @@ export function createVisitsProcessor(opts: { db: Queryable; inputTopic: string;
   return {
     name: 'visits',
     inputs: [opts.inputTopic],
-    createState: () => ({ open: new Map(), streamTime: 0 }),
+    createState: () => ({ open: new Map(), streamTime: 0, sweptAt: 0 }),
     restore(state, key, value) {
       if (key === STREAM_KEY) {
         state.streamTime = decodeStateEntry(streamSchema, value)?.t ?? 0;
@@ -129,10 +133,16 @@ export function createVisitsProcessor(opts: { db: Queryable; inputTopic: string;
         if (e.zoneId && info.zones.some((z) => z.id === e.zoneId)) sighting(state, e, e.zoneId, effects, dirty);
       }
       if (state.streamTime > before) {
-        for (const [key, o] of state.open) {
-          if (expired(o, state.streamTime)) {
-            close(state, key, effects);
-            dirty.delete(key);
+        // A sweep scans every open visit, so it runs once per SWEEP_EVERY_MS of event time. When a
+        // visit is emitted does not change what it holds: a device's next sighting closes its
+        // expired visit first, swept or not.
+        if (state.streamTime - state.sweptAt >= SWEEP_EVERY_MS) {
+          state.sweptAt = state.streamTime;
+          for (const [key, o] of state.open) {
+            if (expired(o, state.streamTime)) {
+              close(state, key, effects);
+              dirty.delete(key);
+            }
           }
         }
         effects.changes.push({ key: STREAM_KEY, value: encodeStateEntry({ t: state.streamTime }) });
