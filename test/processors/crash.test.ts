@@ -2,6 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin } from 'kafkajs';
 import type { CanonicalEvent } from '../../lib/events.js';
+import { ProcessorRuntime, type Processor } from '../../pipeline/processors/runtime.js';
+import { createOccupancyProcessor } from '../../pipeline/processors/occupancy.js';
+import { createVisitsProcessor } from '../../pipeline/processors/visits.js';
 import { committedToEnd, deviceId, event, newVenue, openProcHarness, produce, readAll, waitFor, type ProcHarness } from './harness.js';
 
 const MINUTE = 60_000;
@@ -9,6 +12,7 @@ const HOUR = 3_600_000;
 
 let clean: ProcHarness;
 let crashed: ProcHarness;
+let shared: ProcHarness;
 const children: ChildProcess[] = [];
 
 /** Starts the processors of `prefix` in a child process; resolves once it says so. */
@@ -24,6 +28,10 @@ async function startChild(prefix: string): Promise<ChildProcess> {
   });
   return child;
 }
+
+const sortedValues = (ms: Array<{ value: Buffer | null }>) => ms.map((m) => m.value!.toString()).sort();
+/** The uninterrupted run's outputs, per output topic. */
+const reference: Record<string, string[]> = {};
 
 const exited = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on('exit', () => resolve())));
 
@@ -46,6 +54,7 @@ let total = 0;
 beforeAll(async () => {
   clean = await openProcHarness();
   crashed = await openProcHarness();
+  shared = await openProcHarness();
   const now = Date.now();
   const resetHour = (new Date(now).getUTCHours() + 12) % 24;
   const start = Math.floor((now - 8 * HOUR) / MINUTE) * MINUTE;
@@ -74,12 +83,14 @@ beforeAll(async () => {
   // The same input for both runs, in the same order.
   await produce(clean, events);
   await produce(crashed, events);
+  await produce(shared, events);
 });
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   await clean.close();
   await crashed.close();
+  await shared.close();
 });
 
 describe('a processor killed with kill -9 mid-stream', () => {
@@ -96,12 +107,44 @@ describe('a processor killed with kill -9 mid-stream', () => {
     await finish(crashed, await startChild(crashed.prefix));
 
     for (const topic of ['occupancy', 'visits'] as const) {
-      const want = await readAll(clean, clean.derived[topic]);
-      const got = await readAll(crashed, crashed.derived[topic]);
-      const values = (ms: typeof want) => ms.map((m) => m.value!.toString()).sort();
-      expect(want.length, `${topic} outputs`).toBeGreaterThan(100);
-      expect(got.length, `${topic} count`).toBe(want.length);
-      expect(values(got), topic).toEqual(values(want));
+      reference[topic] = sortedValues(await readAll(clean, clean.derived[topic]));
+      const got = sortedValues(await readAll(crashed, crashed.derived[topic]));
+      expect(reference[topic].length, `${topic} outputs`).toBeGreaterThan(100);
+      expect(got.length, `${topic} count`).toBe(reference[topic].length);
+      expect(got, topic).toEqual(reference[topic]);
+    }
+  });
+});
+
+describe('a second instance joining mid-stream', () => {
+  it('takes over partitions from the changelog without losing or repeating an output', async () => {
+    const h = shared;
+    const start = (instanceId: string) =>
+      Promise.all(
+        [
+          createOccupancyProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.occupancy }),
+          createVisitsProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.visits }),
+        ].map(async (p) => {
+          const rt = new ProcessorRuntime(p as Processor<unknown>, { kafka: h.kafka, log: h.log, prefix: h.prefix, partitions: h.cfg.KAFKA_PARTITIONS, instanceId, tickMs: 300 });
+          await rt.start();
+          return rt;
+        }),
+      );
+    const first = await start('a');
+    await waitFor('some batches committed', async () => (await committed(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events)) > 0, 60_000);
+    const second = await start('b');
+    try {
+      await committedToEnd(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events, 120_000);
+      await committedToEnd(h.admin, `${h.prefix}.proc.visits`, h.topics.events, 120_000);
+      await new Promise((r) => setTimeout(r, 2000));
+      // Both members held partitions, and restored them from the changelog after the rebalance.
+      expect(second[0]!.stats.batches + second[1]!.stats.batches).toBeGreaterThan(0);
+      expect(first[0]!.stats.restores).toBeGreaterThanOrEqual(2);
+    } finally {
+      for (const rt of [...second, ...first]) await rt.stop();
+    }
+    for (const topic of ['occupancy', 'visits'] as const) {
+      expect(sortedValues(await readAll(h, h.derived[topic])), topic).toEqual(reference[topic]);
     }
   });
 });
