@@ -233,6 +233,8 @@ export class ProcessorRuntime<S> {
       if (this.stopped || payload.isStale()) return;
       const p = batch.partition;
       if (!this.states.has(p)) {
+        // Never start a partition from empty state: it is restored even if the join event was missed.
+        this.assigned.add(p);
         try {
           await this.restore(payload.heartbeat);
         } catch (err) {
@@ -240,7 +242,7 @@ export class ProcessorRuntime<S> {
           throw err;
         }
       }
-      const state = this.states.get(p) ?? this.fresh(p);
+      const state = this.states.get(p)!;
       const next = BigInt(batch.lastOffset()) + 1n;
       const ctx: ProcessorContext = { partition: p, now: Date.now(), caughtUp: false, log: this.log };
       try {
@@ -275,12 +277,6 @@ export class ProcessorRuntime<S> {
     // A failed heartbeat means a rebalance is under way: kafkajs rejoins, the join handler drops the state.
     await payload.heartbeat().catch((err: unknown) => this.log.debug({ err: describeError(err) }, 'heartbeat failed after a batch'));
   };
-
-  private fresh(p: number): S {
-    const s = this.processor.createState();
-    this.states.set(p, s);
-    return s;
-  }
 
   /** Wall-clock timers of every restored partition, in one transaction. */
   private async tick(): Promise<void> {
