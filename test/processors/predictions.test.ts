@@ -126,6 +126,9 @@ describe('occupancy predictions', () => {
     for (const bad of [{}, { dayOfWeek: 7, hour: 1 }, { dayOfWeek: 1, hour: 24 }, { dayOfWeek: '-1', hour: '3' }, { dayOfWeek: '1e0', hour: '3' }, { dayOfWeek: 1 }]) {
       await expect(predictOccupancy(h, utc.operatorId, { id: utc.venueId, ...bad } as never)).rejects.toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
     }
+    await expect(predictOccupancy(h, utc.operatorId, { id: utc.venueId, hour: '3' } as never)).rejects.toMatchObject({
+      details: [{ field: 'dayOfWeek', message: 'is required' }],
+    });
     await expect(predictOccupancy(h, quiet.operatorId, { id: utc.venueId, dayOfWeek: 1, hour: 1 })).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
   });
 });
