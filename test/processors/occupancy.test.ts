@@ -4,7 +4,7 @@ import type { CanonicalEvent } from '../../lib/events.js';
 import { venueOccupancy } from '../../domain/analytics/occupancy.js';
 import { getTelemetry } from '../../domain/telemetry/telemetry.js';
 import type { RunningProcessors } from '../../pipeline/processors/run.js';
-import { committedToEnd, event, newVenue, openProcHarness, produce, startProcessors, type ProcHarness } from './harness.js';
+import { committedToEnd, event, newVenue, openProcHarness, produce, startProcessors, waitFor, type ProcHarness } from './harness.js';
 
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
@@ -156,6 +156,19 @@ describe('occupancy processor', () => {
     expect(after(spring + 2 * HOUR + 10 * MINUTE)).toBe(2);
     expect(after(fall + 2 * HOUR + 30 * MINUTE)).toBe(7);
     expect(after(fall + 3 * HOUR + 10 * MINUTE)).toBe(1);
+  });
+
+  it('resets a quiet venue on the wall clock once the processor has read everything', async () => {
+    // Berlin's last event is days old: the timer reset it at today's 04:00 local (within the last 25 hours).
+    const got = await waitFor('the timer reset', async () => {
+      const o = await venueOccupancy(h, berlin.operatorId, { id: berlin.venueId });
+      return o.updated_at && Date.parse(o.updated_at) > now - 26 * HOUR ? o : undefined;
+    });
+    expect(got.occupancy).toBe(0);
+    const lastReset = (await updates(berlin.venueId)).at(-1)!;
+    expect(lastReset).toMatchObject({ reason: 'reset', value: 0 });
+    const local = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(lastReset.ts);
+    expect(local).toBe('04:00');
   });
 
   it('serves the occupancy telemetry key from the updates at every resolution, connector counts once', async () => {
