@@ -2,7 +2,9 @@
  * `npm run bench:ingest`: drives POST /ingest with realistic 1,000-event batches from concurrent
  * clients spread over many operators (each operator may send 100 ingest requests a minute), against
  * a real api and pipeline on the local stack, and reports accepted events/s, request latency, the
- * lag until rows are queryable in ClickHouse, and Kafka's own producer ceiling on this machine.
+ * lag until rows are queryable in ClickHouse, how far each stream processor lags behind the events
+ * topic when the load ends and how long it takes to catch up (with the pipeline's RSS then), and
+ * Kafka's own producer ceiling on this machine.
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -14,6 +16,8 @@ import { migratePostgres } from '../postgres/migrate.js';
 import { createCh, chRows, chsql } from '../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 import { repoPath } from '../lib/paths.js';
+import { createKafka } from '../lib/kafka.js';
+import { createLogger } from '../lib/logger.js';
 import { benchConfig, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
@@ -99,7 +103,17 @@ const cpuOf = (pid: number | undefined) => {
 };
 const pidFile = (p: string) => Number(readFileSync(repoPath('.stack', p), 'utf8').trim()) || undefined;
 const api = startProcess('api', 'dist/apps/api/main.js', env);
-const pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', env);
+// The processors log their state size (entries held) when they stop: read from the pipeline's log.
+const processorState: Record<string, number> = {};
+const pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', { ...env, LOG_LEVEL: 'info' }, (line) => {
+  if (!line.includes('"processor stopped"')) return;
+  try {
+    const entry = JSON.parse(line) as { processor?: string; stats?: { stateEntries?: number } };
+    if (entry.processor) processorState[entry.processor] = entry.stats?.stateEntries ?? NaN;
+  } catch {
+    // not a JSON log line: nothing to read
+  }
+});
 const base = `http://127.0.0.1:${API_PORT}`;
 await waitFor('api', async () => (await fetch(`${base}/health`)).ok);
 
@@ -220,6 +234,41 @@ while (performance.now() - loadEnded < 120_000) {
   await new Promise((r) => setTimeout(r, 100));
 }
 const drainMs = performance.now() - loadEnded;
+
+// Stream processors: lag (events not yet committed by each processor's group) when the load ended,
+// measured against the topic's end at that moment, and the time until each group reached it.
+const kafkaAdmin = createKafka(cfg, createLogger('bench', 'warn'), 'bench-lag').admin();
+await kafkaAdmin.connect();
+const eventsTopic = `${cfg.KAFKA_TOPIC_PREFIX}.events.v1`;
+const endAtLoadEnd = new Map((await kafkaAdmin.fetchTopicOffsets(eventsTopic)).map((o) => [o.partition, Number(o.high)]));
+const committedOf = async (groupId: string) => {
+  const [t] = await kafkaAdmin.fetchOffsets({ groupId, topics: [eventsTopic] });
+  return new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+};
+const processorLag: Record<string, { lagAtLoadEnd: number; catchUpMs: number | null }> = {};
+for (const name of ['occupancy', 'visits', 'health']) {
+  const group = `${cfg.KAFKA_TOPIC_PREFIX}.proc.${name}`;
+  const behind = (c: Map<number, number>) => [...endAtLoadEnd].reduce((n, [p, end]) => n + Math.max(0, end - (c.get(p) ?? 0)), 0);
+  const lagAtLoadEnd = behind(await committedOf(group));
+  let catchUpMs: number | null = null;
+  while (performance.now() - loadEnded < 300_000) {
+    if (behind(await committedOf(group)) === 0) {
+      catchUpMs = round(performance.now() - loadEnded, 0);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  processorLag[name] = { lagAtLoadEnd, catchUpMs };
+}
+await kafkaAdmin.disconnect();
+const rssMb = (pid: number | undefined) => {
+  try {
+    return round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024, 0);
+  } catch {
+    return NaN;
+  }
+};
+const pipelineRssMb = rssMb(pipeline.child.pid);
 const cpu = {
   api: round(cpuOf(api.child.pid) - cpuBefore.api),
   pipeline: round(cpuOf(pipeline.child.pid) - cpuBefore.pipeline),
@@ -257,6 +306,7 @@ const result = {
     drainAfterLoadMs: round(drainMs, 0),
     probeLagMs: { samples: probeLags.length, p50: round(percentile(probeLags, 50)), p95: round(percentile(probeLags, 95)), max: round(probeLags.at(-1) ?? NaN) },
   },
+  processors: { lag: processorLag, stateEntriesAtStop: processorState, pipelineRssMbAfterCatchUp: pipelineRssMb },
   kafkaProducerPerformance: { recordsPerSec: round(kafkaCeiling, 0), recordSizeBytes: sampleEventBytes, acks: 'all', line: perfLine },
   ratioToKafkaCeiling: round(eventsPerSec / kafkaCeiling, 3),
   cpuSecondsDuringLoad: cpu,
@@ -264,5 +314,6 @@ const result = {
 const path = writeResult(RATE ? 'ingest-paced' : 'ingest', result);
 console.log(JSON.stringify(result, null, 2));
 console.log(`\naccepted ${round(eventsPerSec, 0)} events/s (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
-  `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; written to ${path}`);
+  `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; ` +
+  `processors caught up ${Object.entries(processorLag).map(([n, l]) => `${n} ${l.catchUpMs ?? 'not'} ms (lag ${l.lagAtLoadEnd})`).join(', ')}, pipeline RSS ${pipelineRssMb} MB; written to ${path}`);
 process.exit(0);

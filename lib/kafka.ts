@@ -1,7 +1,7 @@
-import { CompressionTypes, Kafka, Partitioners, logLevel, type ICustomPartitioner, type Message, type Producer, type LogEntry, type RetryOptions } from 'kafkajs';
+import { CompressionTypes, Kafka, Partitioners, logLevel, type ICustomPartitioner, type Producer, type TopicMessages, type LogEntry, type RetryOptions } from 'kafkajs';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
-import { topicNames, type Topics } from './events.js';
+import { derivedTopicNames, topicNames, type Topics } from './events.js';
 
 const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -32,8 +32,14 @@ export function topicsFor(cfg: Config): Topics {
   return topicNames(cfg.KAFKA_TOPIC_PREFIX);
 }
 
-/** Creates the contract's topics when missing; safe to call from every process at start-up. */
-export async function ensureTopics(kafka: Kafka, cfg: Config, topics: Topics = topicsFor(cfg)): Promise<void> {
+/**
+ * Creates the contract's topics when missing; safe to call from every process at start-up. With the
+ * configured topics (no `topics` given) the derived streams are created too (partitioned like the
+ * events topic), so ingest can publish its reports before the pipeline ever ran.
+ */
+export async function ensureTopics(kafka: Kafka, cfg: Config, topics?: Topics): Promise<void> {
+  const derived = topics ? [] : Object.values(derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX));
+  topics ??= topicsFor(cfg);
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -41,6 +47,7 @@ export async function ensureTopics(kafka: Kafka, cfg: Config, topics: Topics = t
     const wanted = [
       { topic: topics.events, numPartitions: cfg.KAFKA_PARTITIONS },
       { topic: topics.deadLetter, numPartitions: 1 },
+      ...derived.map((topic) => ({ topic, numPartitions: cfg.KAFKA_PARTITIONS })),
     ].filter((t) => !existing.has(t.topic));
     if (wanted.length > 0) {
       await admin.createTopics({
@@ -95,8 +102,11 @@ export class PublishError extends Error {
  * kept behind this small interface so the Kafka client can be swapped.
  */
 export interface Publisher {
-  /** Resolves once every message is acknowledged (acks = all); rejects with PublishError within `deadlineMs`. */
-  publish(topic: string, messages: Message[]): Promise<void>;
+  /**
+   * Sends the batches of one or more topics in one request, resolving once every message is
+   * acknowledged (acks = all); rejects with PublishError within `deadlineMs`.
+   */
+  publish(batches: TopicMessages[]): Promise<void>;
   connect(): Promise<void>;
   disconnect(): Promise<void>;
 }
@@ -154,7 +164,7 @@ export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOption
 
   return {
     connect: () => (closed ? Promise.reject(new PublishError('publisher is closed')) : connectOf(producer)),
-    async publish(topic, messages) {
+    async publish(batches) {
       if (closed) throw new PublishError('publisher is closed');
       const current = producer;
       inFlight.set(current, (inFlight.get(current) ?? 0) + 1);
@@ -164,7 +174,7 @@ export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOption
         // Never send after the caller has been told the batch failed.
         if (expired) throw new PublishError('deadline passed while connecting');
         sending = true;
-        return current.send({ topic, messages, acks: -1, timeout: deadlineMs, compression });
+        return current.sendBatch({ topicMessages: batches, acks: -1, timeout: deadlineMs, compression });
       });
       work.then(
         () => settle(current),

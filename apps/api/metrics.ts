@@ -56,10 +56,10 @@ export function timedPublisher(publisher: Publisher, m: ApiMetrics): Publisher {
   return {
     connect: () => publisher.connect(),
     disconnect: () => publisher.disconnect(),
-    async publish(topic, messages) {
+    async publish(batches) {
       const stop = m.produce.startTimer();
       try {
-        await publisher.publish(topic, messages);
+        await publisher.publish(batches);
         stop({ outcome: 'acknowledged' });
       } catch (err) {
         stop({ outcome: 'failed' });

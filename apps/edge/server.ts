@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import { AppError } from '../../lib/errors.js';
-import { createKafka, ensureTopics, topicsFor } from '../../lib/kafka.js';
+import { createKafka, ensureTopics } from '../../lib/kafka.js';
 import { createRedis } from '../../lib/redis.js';
 import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
 import { createDb, type Db } from '../../postgres/client.js';
@@ -181,7 +181,8 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
       let text = bytes.get(sub.shape);
       if (text === undefined) {
         const metrics = pickMetrics(item.metrics, sub.keys);
-        text = metrics && JSON.stringify({ cmdId: sub.cmdId, data: { venueId: item.venueId, eventType: item.eventType, metrics, time: item.time } });
+        const zone = item.zoneId === undefined ? {} : { zoneId: item.zoneId };
+        text = metrics && JSON.stringify({ cmdId: sub.cmdId, data: { venueId: item.venueId, ...zone, eventType: item.eventType, metrics, time: item.time } });
         bytes.set(sub.shape, text);
       }
       if (text === null) continue;
@@ -385,9 +386,9 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
   // ---- the stream sources ----
 
   const kafka = createKafka(cfg, log, `${cfg.KAFKA_CLIENT_ID}-edge`);
-  const topics = topicsFor(cfg);
-  await ensureTopics(kafka, cfg, topics);
-  const tails = sources.map((source) => ({ source, topic: source.topic(topics), tailed: 0, undecodable: 0, lastMessageAt: null as number | null, connected: false, ready: false }));
+  // The configured topics, derived streams included: the edge may start before the pipeline.
+  await ensureTopics(kafka, cfg);
+  const tails = sources.map((source) => ({ source, topic: source.topic(cfg.KAFKA_TOPIC_PREFIX), tailed: 0, undecodable: 0, lastMessageAt: null as number | null, connected: false, ready: false }));
   const consumers: RunningConsumer[] = [];
   let markReady: () => void = () => undefined;
   const allReady = new Promise<void>((resolve) => (markReady = resolve));

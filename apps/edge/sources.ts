@@ -1,10 +1,12 @@
-import { decodeEvent, type CanonicalEvent, type Topics } from '../../lib/events.js';
+import { decodeEvent, decodeOccupancyUpdate, derivedTopicNames, topicNames, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
 
 /** What the edge pushes for one message of a stream source, before the per-subscription key filter. */
 export interface StreamItem {
   /** Checked against the connection's operator on every push (defence in depth). */
   operatorId: string;
   venueId: string;
+  /** Present on computed occupancy updates only: the zone, or null for the whole venue. */
+  zoneId?: string | null;
   eventType: string;
   metrics: Partial<Record<string, number>>;
   /** ISO 8601, UTC. */
@@ -19,7 +21,8 @@ export interface StreamItem {
 export interface StreamSource<T> {
   /** Short name: part of the consumer group id, and the label in /health. */
   name: string;
-  topic: (topics: Topics) => string;
+  /** The topic, from the deployment's topic prefix. */
+  topic: (prefix: string) => string;
   decode: (value: Buffer | null) => T;
   toItem: (message: T) => StreamItem | null;
 }
@@ -30,13 +33,22 @@ export type AnyStreamSource = StreamSource<any>;
 
 const acceptedEvents: StreamSource<CanonicalEvent> = {
   name: 'events',
-  topic: (t) => t.events,
+  topic: (prefix) => topicNames(prefix).events,
   decode: decodeEvent,
   toItem: (e) => ({ operatorId: e.operatorId, venueId: e.venueId, eventType: e.type, metrics: e.metrics, time: new Date(e.ts).toISOString() }),
 };
 
 /**
- * Every topic pushed over /ws. Occupancy updates (`eventType: "occupancy"`) and alarm events
- * (`eventType: "alarm"`) join as one entry each once their topics exist in lib/events.ts.
+ * The live occupancy the service computes (docs/processors.md#occupancy): `eventType`
+ * "occupancy" with a `zoneId` member (null for the whole venue). A connector's own count arrives
+ * as its ingested event, also typed "occupancy" but without `zoneId`.
  */
-export const STREAM_SOURCES: readonly AnyStreamSource[] = [acceptedEvents];
+const occupancyUpdates: StreamSource<OccupancyUpdate> = {
+  name: 'occupancy',
+  topic: (prefix) => derivedTopicNames(prefix).occupancy,
+  decode: decodeOccupancyUpdate,
+  toItem: (u) => ({ operatorId: u.operatorId, venueId: u.venueId, zoneId: u.zoneId, eventType: 'occupancy', metrics: { occupancy: u.value }, time: new Date(u.ts).toISOString() }),
+};
+
+/** Every topic pushed over /ws. Alarm events (`eventType: "alarm"`) join as one entry once their topic exists. */
+export const STREAM_SOURCES: readonly AnyStreamSource[] = [acceptedEvents, occupancyUpdates];

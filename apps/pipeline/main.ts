@@ -2,14 +2,18 @@ import { configOrExit } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import { closeServices, createServices } from '../shared/services.js';
 import { onShutdown } from '../../lib/shutdown.js';
+import { derivedTopicNames } from '../../lib/events.js';
 import { scheduleRetention } from '../../pipeline/retention.js';
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
+import { runProcessors } from '../../pipeline/processors/run.js';
 
 const cfg = configOrExit();
 const log = createLogger('pipeline', cfg.LOG_LEVEL);
 process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
 
 const services = await createServices(cfg, log, { dbPoolSize: 4 });
+// Half the shutdown budget for the last writes; the rest is replayed on restart.
+const drainMs = cfg.SHUTDOWN_TIMEOUT_MS / 2;
 const sink = await runEventsSink(services.kafka, {
   groupId: `${cfg.KAFKA_TOPIC_PREFIX}.sink.events`,
   partitions: cfg.KAFKA_PARTITIONS,
@@ -20,14 +24,31 @@ const sink = await runEventsSink(services.kafka, {
   log,
   batchRows: cfg.PIPELINE_BATCH_ROWS,
   batchMs: cfg.PIPELINE_BATCH_MS,
-  // Half the shutdown budget for the last write; the rest is replayed on restart.
-  drainMs: cfg.SHUTDOWN_TIMEOUT_MS / 2,
+  drainMs,
+});
+const processors = await runProcessors({
+  kafka: services.kafka,
+  db: services.db,
+  ch: services.ch,
+  producer: services.producer,
+  log,
+  prefix: cfg.KAFKA_TOPIC_PREFIX,
+  partitions: cfg.KAFKA_PARTITIONS,
+  instanceId: cfg.PIPELINE_INSTANCE_ID,
+  events: services.topics.events,
+  deadLetter: services.topics.deadLetter,
+  derived: derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX),
+  batchRows: cfg.PIPELINE_BATCH_ROWS,
+  batchMs: cfg.PIPELINE_BATCH_MS,
+  drainMs,
+  tickMs: cfg.PROCESSOR_TICK_MS,
 });
 const retention = scheduleRetention(services.ch, log);
 log.info({ topic: services.topics.events }, 'pipeline running');
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
   ['stop the retention job', () => retention.stop()],
-  ['stop fetching, write and commit what is held, leave the group', () => sink.stop()],
+  ['stop the processors (each finishes its transaction), then write and commit their outputs held by the sinks', () => processors.stop()],
+  ['stop fetching events, write and commit what is held, leave the group', () => sink.stop()],
   ['close engines', () => closeServices(services)],
 ]);

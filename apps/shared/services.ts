@@ -46,7 +46,7 @@ export async function createServices(cfg: Config, log: Logger, opts: { dbPoolSiz
   // Kafka being down at start-up is not fatal either: reads keep working, /health shows kafka
   // disconnected, ingest answers 503, and the connection is retried in the background.
   const connectKafka = async () => {
-    await ensureTopics(kafka, cfg, services.topics);
+    await ensureTopics(kafka, cfg);
     await services.kafkaAdmin.connect();
     await services.producer.connect();
   };

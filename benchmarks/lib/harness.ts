@@ -23,10 +23,24 @@ export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 1
  * Runs a built entry point (dist/...) with the given environment until `stop()`. With
  * BENCH_CPU_PROF=<dir> each process writes a V8 CPU profile there when it stops.
  */
-export function startProcess(name: string, entry: string, env: Record<string, string>): { child: ChildProcess; stop(): Promise<void> } {
+export function startProcess(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  /** Receives each stdout line (the process's JSON log) when given; stdout is discarded otherwise. */
+  onStdoutLine?: (line: string) => void,
+): { child: ChildProcess; stop(): Promise<void> } {
   const profileDir = process.env.BENCH_CPU_PROF;
   const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
-  const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env, stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'] });
+  if (onStdoutLine) {
+    let buffered = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      const lines = (buffered + d.toString()).split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) onStdoutLine(line);
+    });
+  }
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);

@@ -1,5 +1,6 @@
 import type { Ch } from '../../clickhouse/client.js';
 import { operatorActivity, operatorEventCount } from '../../clickhouse/queries/dashboard.js';
+import { averageDwell } from '../../clickhouse/queries/derived.js';
 import type { Queryable } from '../../postgres/client.js';
 import { dashboardCounts } from '../../postgres/queries/dashboard.js';
 
@@ -24,16 +25,18 @@ export interface DashboardStats {
 
 /**
  * The operator's summary. events24h: events with event time in the last 24 h (raw table).
- * avgDwellSeconds is 0 until visits (dwell) are derived from presence events.
+ * avgDwellSeconds: mean dwell (whole seconds) of the closed whole-venue visits that started in the
+ * last 24 h, over all the operator's venues; 0 without any.
  */
 export async function dashboardStats(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<DashboardStats> {
   // Stored times are whole seconds: the window ends after the current second, so an event from this very second counts.
   const toSec = Math.floor(now / 1000) + 1;
-  const [counts, events24h] = await Promise.all([
+  const [counts, events24h, avgDwell] = await Promise.all([
     dashboardCounts(deps.db, operatorId),
     operatorEventCount(deps.ch, { operatorId, fromSec: toSec - 86_400, toSec }),
+    averageDwell(deps.ch, { operatorId, fromSec: toSec - 86_400, toSec }),
   ]);
-  return { venueCount: counts.venue_count, events24h, activeIntegrations: counts.active_integrations, avgDwellSeconds: 0 };
+  return { venueCount: counts.venue_count, events24h, activeIntegrations: counts.active_integrations, avgDwellSeconds: Math.round(avgDwell) };
 }
 
 export interface ActivityBucket {

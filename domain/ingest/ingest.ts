@@ -3,7 +3,8 @@ import type { z } from 'zod';
 import type { Message } from 'kafkajs';
 import type { Db } from '../../postgres/client.js';
 import { activeZones } from '../../postgres/queries/zones.js';
-import { encodeEvent, type CanonicalEvent, type ConnectorType, type EventType } from '../../lib/events.js';
+import { liveIntegrationSummaries } from '../../postgres/queries/integrations.js';
+import { encodeEvent, encodeIngestReport, type CanonicalEvent, type ConnectorType, type EventType, type IngestReport } from '../../lib/events.js';
 import type { Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { unavailable } from '../../lib/errors.js';
@@ -26,6 +27,8 @@ export interface IngestDeps {
   publisher: Publisher;
   /** The events topic. */
   topic: string;
+  /** Where each request's accepted/rejected counts go (connector health's rejection rate); none when absent. */
+  reportsTopic?: string;
   pseudonyms: Pseudonyms;
   throughput: Throughput;
   log: Logger;
@@ -88,6 +91,7 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
   const checkMs = performance.now() - started;
   const { errors } = checked;
   let valid = await resolveZones(deps.db, venueId, checked.valid, errors);
+  valid = await checkHeartbeatIntegrations(deps.db, venueId, connectorType, valid, errors);
 
   const reservation = await reserveIngestEvents(deps.db, operator, valid.length, now);
   if (reservation.dropped > 0) {
@@ -97,6 +101,7 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
     valid = valid.slice(0, reservation.granted);
   }
 
+  const reportOf = (accepted: number, rejected: number): IngestReport => ({ operatorId: operator.id, venueId, connectorType, accepted, rejected, ts: now.getTime() });
   const publishing = performance.now();
   if (valid.length > 0) {
     const ctx = {
@@ -108,8 +113,10 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
       idempotencyKey: batch.idempotencyKey,
     };
     const messages: Message[] = valid.map((v) => ({ key: venueId, value: encodeEvent(toCanonical(v, ctx)) }));
+    // The request's report for connector health travels in the same acknowledged send.
+    const report = deps.reportsTopic ? [{ topic: deps.reportsTopic, messages: [reportMessage(reportOf(valid.length, errors.length))] }] : [];
     try {
-      await deps.publisher.publish(deps.topic, messages);
+      await deps.publisher.publish([{ topic: deps.topic, messages }, ...report]);
     } catch (err) {
       deps.log.warn({ err: (err as Error).message, events: valid.length }, 'ingest batch not acknowledged by Kafka');
       // The answer stays 503 even if the release fails: the client must resend either way.
@@ -123,6 +130,7 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
     }
     await deps.throughput.record(valid.length);
   }
+  else if (deps.reportsTopic && errors.length > 0) await publishReport(deps, deps.reportsTopic, reportOf(0, errors.length));
   deps.log.debug(
     { accepted: valid.length, rejected: errors.length, checkMs: round(checkMs), publishMs: round(performance.now() - publishing) },
     'ingest batch',
@@ -178,6 +186,34 @@ function checkEvents(
     else valid.push({ index, type: type as EventType, ts: time.ts, event, zoneId: null, eventId });
   });
   return { valid, errors };
+}
+
+/** Best effort: a lost report only makes the rejection rate less precise, never loses an event. */
+const reportMessage = (r: IngestReport): Message => ({ key: r.venueId, value: encodeIngestReport(r) });
+
+/** A request that accepted nothing still reports its rejections; best effort, as it changes no stored data. */
+async function publishReport(deps: IngestDeps, topic: string, r: IngestReport): Promise<void> {
+  try {
+    await deps.publisher.publish([{ topic, messages: [reportMessage(r)] }]);
+  } catch (err) {
+    deps.log.warn({ err: (err as Error).message }, 'ingest report not published; connector health misses this request');
+  }
+}
+
+/**
+ * A heartbeat naming an integration counts for that integration's health: it must be an active
+ * integration of this venue and of this connector type (issue 15: never another operator's).
+ */
+async function checkHeartbeatIntegrations(db: Db, venueId: string, connectorType: ConnectorType, valid: Valid[], errors: IngestError[]): Promise<Valid[]> {
+  const named = (v: Valid) => (v.type === 'heartbeat' ? v.event.payload.integration_id : undefined);
+  if (!valid.some((v) => typeof named(v) === 'string')) return valid;
+  const mine = new Set((await liveIntegrationSummaries(db, venueId)).filter((i) => i.is_active && i.connector_type === connectorType).map((i) => i.id));
+  return valid.filter((v) => {
+    const id = named(v);
+    if (typeof id !== 'string' || mine.has(id)) return true;
+    errors.push({ index: v.index, reason: `payload.integration_id '${id}' is not an active ${connectorType} integration of this venue` });
+    return false;
+  });
 }
 
 /** Zone references must name an active zone of this venue; the zones are loaded once, only if referenced. */

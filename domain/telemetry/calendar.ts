@@ -81,3 +81,50 @@ export function localDayStart(day: number, timeZone: string): number {
   }
   return hi;
 }
+
+const HOUR_MS = 3_600_000;
+
+/** The local hour (0..23) of an instant. */
+export function localHour(ts: number, timeZone: string): number {
+  return Math.floor((wallClock(ts, timeZone) % DAY_MS) / HOUR_MS);
+}
+
+/** The local day of week of a local day number: 0 Sunday … 6 Saturday (1970-01-01 was a Thursday). */
+export const dayOfWeek = (day: number): number => (((day + 4) % 7) + 7) % 7;
+
+/**
+ * The first instant the local clock reads `hour`:00 on local day `day`; when a DST change skips
+ * that time, the instant of the change (the first local time after it). On a day the clock goes
+ * back, the earlier of the two instants.
+ */
+export function localHourStart(day: number, hour: number, timeZone: string): number {
+  const target = day * DAY_MS + hour * HOUR_MS;
+  const offsets = new Set([-DAY_MS, 0, DAY_MS].map((d) => wallClock(target + d, timeZone) - (target + d)));
+  const candidates = [...offsets].map((o) => target - o).sort((a, b) => a - b);
+  return candidates.find((c) => wallClock(c, timeZone) === target) ?? candidates.find((c) => wallClock(c, timeZone) > target)!;
+}
+
+const resetCache = new Map<string, number>();
+
+/** The start of the daily period containing `ts`, periods starting each local day at `hour`:00. */
+export function periodStart(ts: number, hour: number, timeZone: string): number {
+  const day = localDayNumber(ts, timeZone);
+  const at = (d: number) => {
+    const key = `${timeZone}|${hour}|${d}`;
+    let v = resetCache.get(key);
+    if (v === undefined) {
+      if (resetCache.size > 100_000) resetCache.clear();
+      resetCache.set(key, (v = localHourStart(d, hour, timeZone)));
+    }
+    return v;
+  };
+  const today = at(day);
+  return ts >= today ? today : at(day - 1);
+}
+
+/** The start of the next daily period after the one containing `ts`. */
+export function nextPeriodStart(ts: number, hour: number, timeZone: string): number {
+  const start = periodStart(ts, hour, timeZone);
+  // A period is 23 to 25 hours: 26 hours later is always inside the next one.
+  return periodStart(start + 26 * HOUR_MS, hour, timeZone);
+}

@@ -109,3 +109,13 @@ export async function lockIntegrationSecrets(db: Queryable, integrationId: strin
 export async function replaceIntegrationSecrets(db: Queryable, integrationId: string, secrets: Record<string, Envelope>): Promise<void> {
   await exec(db, sql`UPDATE integrations SET secrets = ${JSON.stringify(secrets)}::jsonb WHERE id = ${integrationId}`);
 }
+
+/** Active, non-deleted integrations of the operator's active venues. */
+export async function operatorActiveIntegrations(db: Queryable, operatorId: string): Promise<Array<{ id: string; venue_id: string; connector_type: ConnectorType }>> {
+  return rows(
+    db,
+    sql`SELECT i.id, i.venue_id, i.connector_type FROM integrations i JOIN venues v ON v.id = i.venue_id
+         WHERE v.operator_id = ${operatorId} AND v.is_active AND i.is_active AND i.deleted_at IS NULL
+         ORDER BY i.created_at, i.id`,
+  );
+}

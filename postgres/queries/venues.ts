@@ -20,6 +20,8 @@ export interface VenueFields {
   lat: number | null;
   lng: number | null;
   hardware_type: string | null;
+  /** Venue-local hour (0..23) of the daily occupancy reset; default 4. */
+  occupancy_reset_hour: number;
 }
 
 export interface VenueRow extends VenueFields {
@@ -62,8 +64,8 @@ export async function countActiveVenues(db: Queryable, operatorId: string): Prom
 export async function insertVenue(db: Queryable, operatorId: string, v: Partial<VenueFields> & Pick<VenueFields, 'name' | 'timezone'>): Promise<CreatedVenueRow> {
   return (await one<CreatedVenueRow>(
     db,
-    sql`INSERT INTO venues (operator_id, name, timezone, address, lat, lng, hardware_type)
-        VALUES (${operatorId}, ${v.name}, ${v.timezone}, ${v.address ?? null}, ${v.lat ?? null}, ${v.lng ?? null}, ${v.hardware_type ?? null})
+    sql`INSERT INTO venues (operator_id, name, timezone, address, lat, lng, hardware_type, occupancy_reset_hour)
+        VALUES (${operatorId}, ${v.name}, ${v.timezone}, ${v.address ?? null}, ${v.lat ?? null}, ${v.lng ?? null}, ${v.hardware_type ?? null}, ${v.occupancy_reset_hour ?? 4})
         RETURNING id, name, timezone, is_active, operator_id, created_at`,
   ))!;
 }
@@ -71,7 +73,7 @@ export async function insertVenue(db: Queryable, operatorId: string, v: Partial<
 export async function activeVenuePage(db: Queryable, operatorId: string, limit: number, offset: number): Promise<VenueListRow[]> {
   return rows<VenueListRow>(
     db,
-    sql`SELECT v.id, v.name, v.timezone, v.address, v.lat, v.lng, v.hardware_type, v.is_active, v.operator_id,
+    sql`SELECT v.id, v.name, v.timezone, v.address, v.lat, v.lng, v.hardware_type, v.occupancy_reset_hour, v.is_active, v.operator_id,
                (SELECT count(*) FROM zones z WHERE z.venue_id = v.id AND z.is_active) AS zone_count,
                v.last_event_at, v.created_at, v.updated_at
           FROM venues v
@@ -84,7 +86,7 @@ export async function activeVenuePage(db: Queryable, operatorId: string, limit: 
 export async function activeVenueById(db: Queryable, operatorId: string, venueId: string): Promise<VenueRow | undefined> {
   return one<VenueRow>(
     db,
-    sql`SELECT id, name, timezone, address, lat, lng, hardware_type, is_active, operator_id, created_at, updated_at
+    sql`SELECT id, name, timezone, address, lat, lng, hardware_type, occupancy_reset_hour, is_active, operator_id, created_at, updated_at
           FROM venues WHERE id = ${venueId} AND operator_id = ${operatorId} AND is_active`,
   );
 }
@@ -101,9 +103,10 @@ export async function updateVenueFields(db: Queryable, operatorId: string, venue
           lat           = CASE WHEN ${has('lat')}::boolean THEN ${patch.lat ?? null}::double precision ELSE lat END,
           lng           = CASE WHEN ${has('lng')}::boolean THEN ${patch.lng ?? null}::double precision ELSE lng END,
           hardware_type = CASE WHEN ${has('hardware_type')}::boolean THEN ${patch.hardware_type ?? null}::text ELSE hardware_type END,
+          occupancy_reset_hour = CASE WHEN ${has('occupancy_reset_hour')}::boolean THEN ${patch.occupancy_reset_hour ?? null}::smallint ELSE occupancy_reset_hour END,
           updated_at    = now()
         WHERE id = ${venueId} AND operator_id = ${operatorId} AND is_active
-        RETURNING id, name, timezone, address, lat, lng, hardware_type, is_active, operator_id, created_at, updated_at`,
+        RETURNING id, name, timezone, address, lat, lng, hardware_type, occupancy_reset_hour, is_active, operator_id, created_at, updated_at`,
   );
 }
 
@@ -142,5 +145,26 @@ export async function advanceLastEventAt(db: Queryable, latest: Array<{ venueId:
     sql`UPDATE venues v SET last_event_at = x.at
           FROM unnest(${latest.map((l) => l.venueId)}::uuid[], ${latest.map((l) => l.at)}::timestamptz[]) AS x(id, at)
          WHERE v.id = x.id AND (v.last_event_at IS NULL OR v.last_event_at < x.at)`,
+  );
+}
+
+/** What the stream processors need per venue: zones (type, capacity) and active integrations, with the sink's context. */
+export interface VenueProcessorContext extends VenueSinkContext {
+  is_active: boolean;
+  occupancy_reset_hour: number;
+  zones: Array<{ id: string; name: string; type: 'area' | 'entrance' | 'exit' | 'counter'; capacity: number | null }>;
+  integrations: Array<{ id: string; connector_type: string; created_at: string }>;
+}
+
+export async function venueProcessorContexts(db: Queryable, venueIds: string[]): Promise<VenueProcessorContext[]> {
+  return rows<VenueProcessorContext>(
+    db,
+    sql`SELECT v.id, v.operator_id, v.timezone, o.plan, v.is_active, v.occupancy_reset_hour,
+               COALESCE((SELECT json_agg(json_build_object('id', z.id, 'name', z.name, 'type', z.type, 'capacity', z.capacity) ORDER BY z.created_at, z.id)
+                           FROM zones z WHERE z.venue_id = v.id AND z.is_active), '[]') AS zones,
+               COALESCE((SELECT json_agg(json_build_object('id', i.id, 'connector_type', i.connector_type, 'created_at', i.created_at) ORDER BY i.created_at, i.id)
+                           FROM integrations i WHERE i.venue_id = v.id AND i.is_active AND i.deleted_at IS NULL), '[]') AS integrations
+          FROM venues v JOIN operators o ON o.id = v.operator_id
+         WHERE v.id = ANY(${venueIds}::uuid[])`,
   );
 }

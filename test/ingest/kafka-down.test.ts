@@ -93,9 +93,9 @@ describe('the publisher', () => {
     try {
       await publisher.connect();
       const started = Date.now();
-      await expect(publisher.publish(`${topic}.missing`, [{ value: 'lost' }])).rejects.toThrow();
+      await expect(publisher.publish([{ topic: `${topic}.missing`, messages: [{ value: 'lost' }] }])).rejects.toThrow();
       expect(Date.now() - started).toBeLessThan(4000);
-      await publisher.publish(topic, [{ key: 'k', value: 'kept' }]);
+      await publisher.publish([{ topic, messages: [{ key: 'k', value: 'kept' }] }]);
       const offsets = await admin.fetchTopicOffsets(topic);
       expect(offsets.map((o) => o.high)).toEqual(['1']);
     } finally {

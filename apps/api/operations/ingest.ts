@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CONNECTOR_TYPES, EVENT_TYPES } from '../../../lib/events.js';
+import { CONNECTOR_TYPES, derivedTopicNames, EVENT_TYPES } from '../../../lib/events.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST } from '../../../domain/ingest/ingest.js';
 import { IDEMPOTENCY_WINDOW_S } from '../../../domain/ingest/idempotency.js';
 import { countIngest } from '../metrics.js';
@@ -62,6 +62,7 @@ export const ingestOperations = [
           db: deps.services.db,
           publisher: deps.publisher,
           topic: deps.services.topics.events,
+          reportsTopic: derivedTopicNames(deps.services.cfg.KAFKA_TOPIC_PREFIX).ingestReports,
           pseudonyms: deps.pseudonyms,
           throughput: deps.throughput,
           log,

@@ -27,6 +27,7 @@ export const TAGS = {
   Ingest: 'Connector events in',
   Telemetry: 'Aggregated time series of a venue',
   Dashboard: "Summaries across all the operator's venues",
+  Analytics: 'Derived from the event stream: live occupancy, dwell, visitor loyalty, occupancy predictions',
 } as const;
 export type Tag = keyof typeof TAGS;
 

@@ -19,6 +19,13 @@ const venueFields = {
   lat: z.number().min(-90).max(90).nullable().optional(),
   lng: z.number().min(-180).max(180).nullable().optional(),
   hardware_type: z.enum(HARDWARE_TYPES).nullable().optional().describe('the connector types, or other'),
+  occupancy_reset_hour: z
+    .number()
+    .int('must be a whole hour')
+    .min(0)
+    .max(23)
+    .optional()
+    .describe('venue-local hour (0-23, default 4) at which live occupancy is reset to 0, when the venue is empty (docs/processors.md)'),
 };
 
 const serverFields = serverOwned({
@@ -30,7 +37,7 @@ const createVenueBody = z.strictObject({ ...venueFields, ...serverFields });
 
 const updateVenueBody = z
   .strictObject({ ...venueFields, name: venueFields.name.optional(), timezone: timezone.optional(), ...serverFields })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), 'send at least one of name, timezone, address, lat, lng, hardware_type');
+  .refine((b) => Object.values(b).some((v) => v !== undefined), 'send at least one of name, timezone, address, lat, lng, hardware_type, occupancy_reset_hour');
 
 const venue = z.object({
   id: z.uuid(),
@@ -41,6 +48,7 @@ const venue = z.object({
   lat: z.number().nullable(),
   lng: z.number().nullable(),
   hardware_type: z.enum(HARDWARE_TYPES).nullable(),
+  occupancy_reset_hour: z.number().int(),
   is_active: z.boolean(),
   created_at: timestamp,
   updated_at: timestamp,

@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import type { Ch } from '../../clickhouse/client.js';
+import { latestHealth } from '../../clickhouse/queries/derived.js';
+import { CONNECTOR_HEALTH, CONNECTOR_TYPES, type ConnectorHealth } from '../../lib/events.js';
+import type { Queryable } from '../../postgres/client.js';
+import { operatorActiveIntegrations } from '../../postgres/queries/integrations.js';
+
+/** GET /api/dashboard/connectors: no input. */
+export const connectorHealthInput = z.object({});
+
+export const connectorHealthOutput = z.object({
+  connectors: z.array(
+    z.object({
+      type: z.enum(CONNECTOR_TYPES),
+      status: z.enum(CONNECTOR_HEALTH),
+      count: z.number().int().positive(),
+      /** Newest sign of life of the group's integrations (ISO 8601); null when none ever sent anything. */
+      lastEventAt: z.iso.datetime().nullable(),
+    }),
+  ),
+});
+export type ConnectorHealthGroups = z.infer<typeof connectorHealthOutput>;
+
+/** Health rows are snapshotted hourly: one older than this means the health processor lost track. */
+const FRESH_S = 2 * 3600;
+
+/**
+ * The operator's active integrations grouped by connector type and health status, from the health
+ * processor's newest row per integration (docs/processors.md#connector-health). An integration
+ * without a recent row (never sent anything, or the processor has not evaluated it) is `offline`.
+ */
+export async function connectorHealth(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<ConnectorHealthGroups> {
+  const integrations = await operatorActiveIntegrations(deps.db, operatorId);
+  const rows = await latestHealth(deps.ch, { operatorId, integrationIds: integrations.map((i) => i.id), sinceSec: Math.floor(now / 1000) - FRESH_S });
+  const byId = new Map(rows.map((r) => [r.integration_id, r]));
+  const groups = new Map<string, { type: (typeof CONNECTOR_TYPES)[number]; status: ConnectorHealth; count: number; last: number | null }>();
+  for (const i of integrations) {
+    const r = byId.get(i.id);
+    const status = (r?.status ?? 'offline') as ConnectorHealth;
+    const last = r && r.has_last_event ? Number(r.last_event_at) * 1000 : null;
+    const key = `${i.connector_type}|${status}`;
+    const g = groups.get(key) ?? { type: i.connector_type, status, count: 0, last: null };
+    g.count++;
+    if (last !== null && (g.last === null || last > g.last)) g.last = last;
+    groups.set(key, g);
+  }
+  const order = (g: { type: string; status: string }) => CONNECTOR_TYPES.indexOf(g.type as never) * 10 + CONNECTOR_HEALTH.indexOf(g.status as never);
+  return {
+    connectors: [...groups.values()]
+      .sort((a, b) => order(a) - order(b))
+      .map((g) => ({ type: g.type, status: g.status, count: g.count, lastEventAt: g.last === null ? null : new Date(g.last).toISOString() })),
+  };
+}

@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import type { Ch } from '../../clickhouse/client.js';
+import { telemetrySeries } from '../../clickhouse/queries/telemetry.js';
+import type { Queryable } from '../../postgres/client.js';
+import { dayOfWeek as dayOfWeekOf, localDayNumber, localHour } from '../telemetry/calendar.js';
+import { ownedVenue } from '../venues/access.js';
+import { parseInput } from '../../lib/validate.js';
+import { queryInt } from './schemas.js';
+
+const HOUR_S = 3600;
+/** History used: the last 28 days of complete hours. */
+export const PREDICTION_DAYS = 28;
+/** How far before the window the last known figure is looked for (occupancy holds until it changes). */
+const CARRY_DAYS = 7;
+
+/** GET /api/venues/:id/predictions/occupancy?dayOfWeek=0..6&hour=0..23, both required. */
+export const predictionInput = z.object({ id: z.uuid(), dayOfWeek: queryInt(0, 6), hour: queryInt(0, 23) });
+
+export const predictionOutput = z.object({
+  dayOfWeek: z.number().int().min(0).max(6),
+  hour: z.number().int().min(0).max(23),
+  mean: z.number(),
+  p25: z.number(),
+  p75: z.number(),
+  p95: z.number(),
+  sampleSize: z.number().int().nonnegative(),
+});
+export type Prediction = z.infer<typeof predictionOutput>;
+
+/** Linear interpolation between closest ranks (Hyndman–Fan type 7, numpy's default) of sorted values. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const h = (sorted.length - 1) * p;
+  const lo = Math.floor(h);
+  const hi = Math.min(lo + 1, sorted.length - 1);
+  return sorted[lo]! + (h - lo) * (sorted[hi]! - sorted[lo]!);
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/**
+ * Expected whole-venue occupancy at a local day of week and hour (docs/processors.md#predictions).
+ * A sample is one hour of the last 28 days (complete UTC hours before now) whose start falls on
+ * that local day of week and hour: its value is the mean of the occupancy updates in that hour,
+ * or, for an hour without updates, the last figure before it (occupancy holds until it changes;
+ * hours before the venue's first figure have none). mean and percentiles are over the samples,
+ * rounded to 2 decimals; no samples gives zeros and sampleSize 0.
+ */
+export async function predictOccupancy(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof predictionInput>, now = Date.now()): Promise<Prediction> {
+  const { id, dayOfWeek, hour } = parseInput(predictionInput, input, 'query');
+  const venue = await ownedVenue(deps.db, operatorId, id);
+  const toSec = Math.floor(now / 1000 / HOUR_S) * HOUR_S;
+  const fromSec = toSec - PREDICTION_DAYS * 86_400;
+  const rows = await telemetrySeries(deps.ch, {
+    resolution: '1h',
+    operatorId,
+    venueId: id,
+    keys: ['occupancy'],
+    agg: 'AVG',
+    fromSec: fromSec - CARRY_DAYS * 86_400,
+    toSec,
+    bucketSec: HOUR_S,
+  });
+  const hourly = new Map(rows.filter((r) => r.value !== null).map((r) => [r.t, r.value!]));
+  let last: number | undefined;
+  for (let t = fromSec - CARRY_DAYS * 86_400; t < fromSec; t += HOUR_S) last = hourly.get(t) ?? last;
+  const samples: number[] = [];
+  for (let t = fromSec; t < toSec; t += HOUR_S) {
+    last = hourly.get(t) ?? last;
+    if (last === undefined) continue;
+    const ms = t * 1000;
+    if (dayOfWeekOf(localDayNumber(ms, venue.timezone)) === dayOfWeek && localHour(ms, venue.timezone) === hour) samples.push(last);
+  }
+  if (samples.length === 0) return { dayOfWeek, hour, mean: 0, p25: 0, p75: 0, p95: 0, sampleSize: 0 };
+  samples.sort((a, b) => a - b);
+  return {
+    dayOfWeek,
+    hour,
+    mean: round2(samples.reduce((a, b) => a + b, 0) / samples.length),
+    p25: round2(percentile(samples, 0.25)),
+    p75: round2(percentile(samples, 0.75)),
+    p95: round2(percentile(samples, 0.95)),
+    sampleSize: samples.length,
+  };
+}

@@ -1,0 +1,242 @@
+import { z } from 'zod';
+import type { Queryable } from '../../postgres/client.js';
+import { decodeEventOfTypes, decodeStateEntry, encodeOccupancyUpdate, encodeStateEntry, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
+import { nextPeriodStart, periodStart } from '../../domain/telemetry/calendar.js';
+import { describeError } from '../sink/dead-letter.js';
+import type { Effects, InputMessage, Processor, ProcessorContext } from './runtime.js';
+import { VenueInfos, type VenueInfo } from './venues.js';
+
+/**
+ * Live occupancy per venue and per area/counter zone (docs/processors.md#occupancy).
+ *
+ * - The venue's count takes events with no zone or at an `entrance`/`exit` zone; an `area` or
+ *   `counter` zone's count takes events at that zone only.
+ * - `entry`/`exit` move the count by their `entries`/`exits` metric (clamped at 0, the clamp
+ *   recorded); an event carrying an `occupancy` metric (a connector's count: Density's count after
+ *   a crossing, an `occupancy` event) sets it (re-baseline).
+ * - Each day at the venue's `occupancy_reset_hour` (local time, DST-correct) the count restarts at 0.
+ * - Events up to `REORDER_WINDOW_MS` older than the newest one seen are put in event-time order
+ *   and the count recomputed from the state at the window's start, so a late exit cannot clamp
+ *   what an earlier entry would have covered. Older events still count (a flow moves the count, a
+ *   count from before the window is ignored as stale; an event of an earlier reset period is
+ *   ignored since that day is closed).
+ */
+
+export const REORDER_WINDOW_MS = 120_000;
+const FLOW_TYPES = new Set(['entry', 'exit', 'occupancy'] as const);
+
+/** One event of the window: time, input order, absolute (1) or flow (0), amount. */
+const pendingSchema = z.tuple([z.number(), z.number(), z.union([z.literal(0), z.literal(1)]), z.number()]);
+type Pending = z.infer<typeof pendingSchema>;
+
+const scopeSchema = z.object({
+  operatorId: z.string(),
+  venueId: z.string(),
+  zoneId: z.string().nullable(),
+  timezone: z.string(),
+  resetHour: z.number(),
+  /** The count before the window, as of `baseTs`, in the reset period starting `basePeriod`. */
+  base: z.number(),
+  baseTs: z.number(),
+  basePeriod: z.number(),
+  baseClamped: z.number(),
+  pending: z.array(pendingSchema),
+  /** The figure last emitted, its time and reset period, and the clamp total behind it. */
+  value: z.number(),
+  ts: z.number(),
+  period: z.number(),
+  clamped: z.number(),
+  maxTs: z.number(),
+  seq: z.number(),
+});
+type Scope = z.infer<typeof scopeSchema>;
+
+export type OccupancyState = Map<string, Scope>;
+
+const scopeKey = (venueId: string, zoneId: string | null) => `${venueId}|${zoneId ?? ''}`;
+
+interface Change {
+  scope: { venueId: string; zoneId: string | null; operatorId: string };
+  capacity: number | null;
+  info: VenueInfo;
+  ts: number;
+  absolute: boolean;
+  amount: number;
+}
+
+/** The change an event makes to occupancy, or undefined when it makes none. */
+async function changeOf(e: CanonicalEvent, venues: VenueInfos, known: Map<string, VenueInfo>, reloaded: Set<string>): Promise<Change | undefined> {
+  if (e.type !== 'entry' && e.type !== 'exit' && e.type !== 'occupancy') return undefined;
+  const m = e.metrics;
+  let absolute = false;
+  let amount: number;
+  if (m.occupancy !== undefined) {
+    absolute = true;
+    amount = Math.max(0, Math.round(m.occupancy));
+  } else if (e.type === 'entry') amount = Math.round(m.entries ?? 1);
+  else if (e.type === 'exit') amount = -Math.round(m.exits ?? 1);
+  else return undefined;
+  const info = e.zoneId ? await venues.withZone(e.venueId, e.zoneId, known, reloaded) : known.get(e.venueId);
+  if (!info || !info.is_active || info.operator_id !== e.operatorId) return undefined;
+  if (!e.zoneId) return { scope: { venueId: e.venueId, zoneId: null, operatorId: e.operatorId }, capacity: null, info, ts: e.ts, absolute, amount };
+  const zone = info.zones.find((z) => z.id === e.zoneId);
+  if (!zone) return undefined; // deleted since ingest: its events no longer count anywhere
+  if (zone.type === 'entrance' || zone.type === 'exit') {
+    return { scope: { venueId: e.venueId, zoneId: null, operatorId: e.operatorId }, capacity: null, info, ts: e.ts, absolute, amount };
+  }
+  return { scope: { venueId: e.venueId, zoneId: zone.id, operatorId: e.operatorId }, capacity: zone.capacity, info, ts: e.ts, absolute, amount };
+}
+
+/** The count after the window's events, replayed in event-time order from the base. */
+function replay(s: Scope): { value: number; period: number; clamped: number } {
+  let value = s.base;
+  let period = s.basePeriod;
+  let clamped = s.baseClamped;
+  for (const [ts, , absolute, amount] of s.pending) {
+    const p = periodStart(ts, s.resetHour, s.timezone);
+    if (p > period) {
+      period = p;
+      value = 0;
+    }
+    if (absolute) value = amount;
+    else {
+      value += amount;
+      if (value < 0) {
+        clamped += -value;
+        value = 0;
+      }
+    }
+  }
+  return { value, period, clamped };
+}
+
+/** Moves the window's events older than `until` into the base. */
+function fold(s: Scope, until: number): void {
+  let n = 0;
+  while (n < s.pending.length && s.pending[n]![0] < until) n++;
+  if (n === 0) return;
+  const head = { ...s, pending: s.pending.slice(0, n) };
+  const r = replay(head);
+  s.base = r.value;
+  s.basePeriod = r.period;
+  s.baseClamped = r.clamped;
+  s.baseTs = s.pending[n - 1]![0];
+  s.pending = s.pending.slice(n);
+}
+
+export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: string; outputTopic: string; contextTtlMs?: number }): Processor<OccupancyState> {
+  const venues = new VenueInfos(opts.db, opts.contextTtlMs);
+
+  const update = (s: Scope, capacity: number | null, ts: number, reason: OccupancyUpdate['reason'], clamped: number): OccupancyUpdate => ({
+    operatorId: s.operatorId,
+    venueId: s.venueId,
+    zoneId: s.zoneId,
+    value: s.value,
+    capacity,
+    percent: capacity ? Math.round((s.value / capacity) * 10_000) / 100 : null,
+    ts,
+    reason,
+    clamped,
+  });
+
+  const capacityOf = (s: Scope, known: Map<string, VenueInfo>): number | null =>
+    s.zoneId ? (known.get(s.venueId)?.zones.find((z) => z.id === s.zoneId)?.capacity ?? null) : null;
+
+  return {
+    name: 'occupancy',
+    inputs: [opts.inputTopic],
+    createState: () => new Map(),
+    restore(state, key, value) {
+      const s = decodeStateEntry(scopeSchema, value);
+      if (s) state.set(key, s);
+      else state.delete(key);
+    },
+    size: (state) => state.size,
+
+    async process(state, messages: InputMessage[], ctx: ProcessorContext): Promise<Effects> {
+      const events: CanonicalEvent[] = [];
+      for (const m of messages) {
+        try {
+          const e = decodeEventOfTypes(m.value, FLOW_TYPES);
+          if (e) events.push(e);
+        } catch (err) {
+          // The events sink dead-letters it; nothing here can count it.
+          ctx.log.warn({ partition: m.partition, offset: m.offset, err: describeError(err) }, 'occupancy: undecodable event skipped');
+        }
+      }
+      const relevant = events;
+      const outputs: Effects['outputs'] = [];
+      const dirty = new Set<string>();
+      if (relevant.length === 0) return { outputs, changes: [] };
+      const known = await venues.resolve(relevant.map((e) => e.venueId));
+      const reloaded = new Set<string>();
+      for (const e of relevant) {
+        const c = await changeOf(e, venues, known, reloaded);
+        if (!c) continue;
+        const key = scopeKey(c.scope.venueId, c.scope.zoneId);
+        const tz = c.info.timezone;
+        const hour = c.info.occupancy_reset_hour;
+        let s = state.get(key);
+        if (!s) {
+          const p = periodStart(c.ts, hour, tz);
+          s = { ...c.scope, timezone: tz, resetHour: hour, base: 0, baseTs: c.ts, basePeriod: p, baseClamped: 0, pending: [], value: 0, ts: c.ts, period: p, clamped: 0, maxTs: c.ts, seq: 0 };
+          state.set(key, s);
+        }
+        s.timezone = tz;
+        s.resetHour = hour;
+        const p = periodStart(c.ts, hour, tz);
+        const out = (u: OccupancyUpdate) => outputs.push({ topic: opts.outputTopic, key: u.venueId, value: encodeOccupancyUpdate(u) });
+        dirty.add(key);
+        if (p < s.basePeriod || (c.ts < s.baseTs && c.absolute)) {
+          ctx.log.debug({ venueId: s.venueId, zoneId: s.zoneId, ts: c.ts }, 'occupancy: stale event ignored (closed day, or a count older than the window)');
+          continue;
+        }
+        if (c.ts < s.baseTs) {
+          // Later than the window: the flow still counts, as of now.
+          s.base = Math.max(0, s.base + c.amount);
+        } else {
+          const entry: Pending = [c.ts, s.seq++, c.absolute ? 1 : 0, c.amount];
+          let i = s.pending.length;
+          while (i > 0 && s.pending[i - 1]![0] > c.ts) i--;
+          s.pending.splice(i, 0, entry);
+        }
+        s.maxTs = Math.max(s.maxTs, c.ts);
+        fold(s, s.maxTs - REORDER_WINDOW_MS);
+        const r = replay(s);
+        const capacity = c.capacity;
+        if (r.period > s.period) {
+          s.value = 0;
+          s.period = r.period;
+          out(update(s, capacity, r.period, 'reset', 0));
+          s.ts = r.period;
+        }
+        const clamped = Math.max(0, r.clamped - s.clamped);
+        const changed = r.value !== s.value || clamped > 0 || c.absolute;
+        s.clamped = r.clamped;
+        s.value = r.value;
+        if (changed) {
+          s.ts = Math.max(s.ts, c.ts);
+          out(update(s, capacity, s.ts, c.absolute ? 'count' : 'flow', clamped));
+        }
+      }
+      return { outputs, changes: [...dirty].map((key) => ({ key, value: encodeStateEntry(state.get(key)) })) };
+    },
+
+    /** The daily reset of scopes no event reached since the reset time (only once caught up, so replays are deterministic). */
+    async tick(state, ctx) {
+      const outputs: Effects['outputs'] = [];
+      const changes: Effects['changes'] = [];
+      if (!ctx.caughtUp) return { outputs, changes };
+      const due = [...state.values()].filter((s) => ctx.now - REORDER_WINDOW_MS >= nextPeriodStart(s.period, s.resetHour, s.timezone));
+      if (due.length === 0) return { outputs, changes };
+      const known = await venues.resolve(due.map((s) => s.venueId));
+      for (const s of due) {
+        const p = periodStart(ctx.now - REORDER_WINDOW_MS, s.resetHour, s.timezone);
+        Object.assign(s, { base: 0, baseTs: p, basePeriod: p, baseClamped: 0, pending: [], value: 0, ts: p, period: p, clamped: 0, maxTs: Math.max(s.maxTs, p) });
+        outputs.push({ topic: opts.outputTopic, key: s.venueId, value: encodeOccupancyUpdate(update(s, capacityOf(s, known), p, 'reset', 0)) });
+        changes.push({ key: scopeKey(s.venueId, s.zoneId), value: encodeStateEntry(s) });
+      }
+      return { outputs, changes };
+    },
+  };
+}

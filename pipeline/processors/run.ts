@@ -1,0 +1,101 @@
+import type { Kafka, Producer } from 'kafkajs';
+import type { Ch } from '../../clickhouse/client.js';
+import type { DerivedTopics } from '../../lib/events.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Queryable } from '../../postgres/client.js';
+import { healthTarget, occupancyTarget, visitsTarget } from '../sink/derived.js';
+import { runSink, type RunningSink } from '../sink/sink.js';
+import { createOccupancyProcessor } from './occupancy.js';
+import { ProcessorRuntime, type Processor } from './runtime.js';
+import { createVisitsProcessor } from './visits.js';
+import { createHealthProcessor } from './health.js';
+
+export interface ProcessorSetOptions {
+  kafka: Kafka;
+  db: Queryable;
+  ch: Ch;
+  /** Sends the output sinks' dead letters. */
+  producer: Producer;
+  log: Logger;
+  /** Topic prefix of groups and changelogs. */
+  prefix: string;
+  partitions: number;
+  instanceId: string;
+  events: string;
+  deadLetter: string;
+  derived: DerivedTopics;
+  batchRows: number;
+  batchMs: number;
+  drainMs: number;
+  tickMs?: number;
+  /** Processors to run (default all). */
+  only?: Array<'occupancy' | 'visits' | 'health'>;
+}
+
+export interface RunningProcessors {
+  runtimes: Array<ProcessorRuntime<unknown>>;
+  sinks: RunningSink[];
+  /** Processors first (nothing new is produced), then the sinks write and commit what they hold. */
+  stop(): Promise<void>;
+}
+
+/** Creates the derived topics when missing (partitioned like the events topic). */
+export async function ensureDerivedTopics(kafka: Kafka, topics: DerivedTopics, partitions: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const wanted = Object.values(topics).filter((t) => !existing.has(t));
+    if (wanted.length > 0) await admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: partitions })) });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Runs the stream processors and the sinks of their outputs (docs/processors.md). */
+export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningProcessors> {
+  const only = new Set(opts.only ?? ['occupancy', 'visits', 'health']);
+  await ensureDerivedTopics(opts.kafka, opts.derived, opts.partitions);
+  const sinkOpts = (name: string, topic: string) => ({
+    groupId: `${opts.prefix}.sink.${name}`,
+    partitions: opts.partitions,
+    ch: opts.ch,
+    db: opts.db,
+    producer: opts.producer,
+    topics: { events: topic, deadLetter: opts.deadLetter },
+    log: opts.log,
+    batchRows: opts.batchRows,
+    batchMs: opts.batchMs,
+    drainMs: opts.drainMs,
+  });
+  const sinks: RunningSink[] = [];
+  const runtimes: Array<ProcessorRuntime<unknown>> = [];
+  const processors: Array<Processor<unknown>> = [];
+  if (only.has('occupancy')) {
+    sinks.push((await runSink(opts.kafka, occupancyTarget, sinkOpts('occupancy', opts.derived.occupancy))) as unknown as RunningSink);
+    processors.push(createOccupancyProcessor({ db: opts.db, inputTopic: opts.events, outputTopic: opts.derived.occupancy }) as Processor<unknown>);
+  }
+  if (only.has('visits')) {
+    sinks.push((await runSink(opts.kafka, visitsTarget, sinkOpts('visits', opts.derived.visits))) as unknown as RunningSink);
+    processors.push(createVisitsProcessor({ db: opts.db, inputTopic: opts.events, outputTopic: opts.derived.visits }) as Processor<unknown>);
+  }
+  if (only.has('health')) {
+    sinks.push((await runSink(opts.kafka, healthTarget, sinkOpts('health', opts.derived.connectorHealth))) as unknown as RunningSink);
+    processors.push(
+      createHealthProcessor({ db: opts.db, eventsTopic: opts.events, reportsTopic: opts.derived.ingestReports, outputTopic: opts.derived.connectorHealth }) as Processor<unknown>,
+    );
+  }
+  for (const p of processors) {
+    const rt = new ProcessorRuntime(p, { kafka: opts.kafka, log: opts.log, prefix: opts.prefix, partitions: opts.partitions, instanceId: opts.instanceId, tickMs: opts.tickMs });
+    await rt.start();
+    runtimes.push(rt);
+  }
+  return {
+    runtimes,
+    sinks,
+    async stop() {
+      for (const rt of runtimes) await rt.stop();
+      for (const s of sinks) await s.stop();
+    },
+  };
+}

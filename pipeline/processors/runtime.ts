@@ -1,0 +1,416 @@
+import { randomUUID } from 'node:crypto';
+import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner, type Producer } from 'kafkajs';
+import { changelogTopicName } from '../../lib/events.js';
+import type { Logger } from '../../lib/logger.js';
+import { describeError } from '../sink/dead-letter.js';
+
+/**
+ * The stream-processor runtime (docs/processors.md): each processor is one Kafka consumer group
+ * over its input topics, with its state per input partition kept in memory and written to a
+ * compacted changelog topic (state of input partition p → changelog partition p). Every batch is
+ * one Kafka transaction: the outputs, the changelog entries the batch changed and the consumed
+ * offsets (`sendOffsets`) commit together or not at all, and everything downstream reads committed
+ * only. After a crash (kill -9) the restarted instance (same transactional id) fences its
+ * predecessor, which aborts its open transaction; it restores the state from the changelog and
+ * resumes at the committed offsets: every input is reflected exactly once in state and outputs.
+ * Wall-clock timers (`tick`) run in transactions of their own, under the same lock.
+ */
+
+export interface InputMessage {
+  topic: string;
+  partition: number;
+  offset: string;
+  value: Buffer | null;
+}
+
+export interface Output {
+  topic: string;
+  key: string;
+  value: Buffer;
+}
+
+/** A changelog entry: the new state stored under `key`, or null to delete it. */
+export interface StateChange {
+  key: string;
+  value: Buffer | null;
+}
+
+export interface Effects {
+  outputs: Output[];
+  changes: StateChange[];
+}
+
+export interface ProcessorContext {
+  partition: number;
+  /** Wall clock, epoch ms. */
+  now: number;
+  /** True when every input partition p was read to its end (so wall-clock timers may act). */
+  caughtUp: boolean;
+  log: Logger;
+}
+
+export interface Processor<S> {
+  readonly name: string;
+  /** Topics read, partitioned like the events topic (same count, keyed by venue). */
+  readonly inputs: string[];
+  createState(): S;
+  /** Applies a changelog entry while restoring (null: the entry was deleted). */
+  restore(state: S, key: string, value: Buffer | null): void;
+  /** Handles a batch of one input partition; state is changed in place, changed entries returned. */
+  process(state: S, messages: InputMessage[], ctx: ProcessorContext): Promise<Effects>;
+  /** Wall-clock timers of one partition. */
+  tick(state: S, ctx: ProcessorContext): Promise<Effects>;
+  /** Entries held, for stats. */
+  size(state: S): number;
+}
+
+export interface RuntimeOptions {
+  kafka: Kafka;
+  log: Logger;
+  /** Topic prefix: the group is `<prefix>.proc.<name>`, the changelog `<prefix>.proc.<name>.changelog.v1`. */
+  prefix: string;
+  /** Partitions of the inputs (and of the changelog and outputs). */
+  partitions: number;
+  /** Stable per process: the transactional id, so a restarted instance fences its killed predecessor at once. */
+  instanceId: string;
+  tickMs?: number;
+  transactionTimeoutMs?: number;
+  sessionTimeoutMs?: number;
+}
+
+export interface ProcessorStats {
+  batches: number;
+  messages: number;
+  transactions: number;
+  aborts: number;
+  restores: number;
+  stateEntries: number;
+}
+
+/**
+ * Assigns partition p of every input topic to the same member, so a processor sees all of a
+ * venue's inputs (events, ingest reports) with one state. Members take partitions round robin in
+ * member-id order.
+ */
+const coPartitioned: PartitionAssigner = ({ cluster }) => ({
+  name: 'CoPartitioned',
+  version: 1,
+  async assign({ members, topics }) {
+    const ids = members.map((m) => m.memberId).sort();
+    const byMember = new Map<string, Record<string, number[]>>(ids.map((id) => [id, {}]));
+    for (const topic of topics) {
+      for (const { partitionId } of cluster.findTopicPartitionMetadata(topic)) {
+        const owner = byMember.get(ids[partitionId % ids.length]!)!;
+        (owner[topic] ??= []).push(partitionId);
+      }
+    }
+    return ids.map((memberId) => ({
+      memberId,
+      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 1, assignment: byMember.get(memberId)!, userData: Buffer.alloc(0) }),
+    }));
+  },
+  protocol({ topics }) {
+    return { name: 'CoPartitioned', metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: Buffer.alloc(0) }) };
+  },
+});
+
+export class ProcessorRuntime<S> {
+  readonly group: string;
+  readonly changelog: string;
+  readonly stats: ProcessorStats = { batches: 0, messages: 0, transactions: 0, aborts: 0, restores: 0, stateEntries: 0 };
+  private readonly log: Logger;
+  private readonly states = new Map<number, S>();
+  private assigned = new Set<number>();
+  /** Next offset to read per `topic:partition` (committed with the last transaction). */
+  private readonly position = new Map<string, bigint>();
+  private readonly ends = new Map<string, bigint>();
+  private chain: Promise<unknown> = Promise.resolve();
+  private producer?: Producer;
+  private consumer?: Consumer;
+  private admin?: Admin;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private loggedAt = Date.now();
+
+  constructor(
+    private readonly processor: Processor<S>,
+    private readonly opts: RuntimeOptions,
+  ) {
+    this.group = `${opts.prefix}.proc.${processor.name}`;
+    this.changelog = changelogTopicName(opts.prefix, processor.name);
+    this.log = opts.log.child({ component: 'processor', processor: processor.name });
+  }
+
+  async start(): Promise<void> {
+    const { kafka } = this.opts;
+    this.admin = kafka.admin();
+    await this.admin.connect();
+    const existing = new Set(await this.admin.listTopics());
+    if (!existing.has(this.changelog)) {
+      await this.admin.createTopics({
+        waitForLeaders: true,
+        topics: [{ topic: this.changelog, numPartitions: this.opts.partitions, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }],
+      });
+    }
+    this.producer = kafka.producer({
+      transactionalId: `${this.group}.${this.opts.instanceId}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: this.opts.transactionTimeoutMs ?? 10_000,
+      allowAutoTopicCreation: false,
+    });
+    // Connecting initialises the transactional id: a predecessor with the same id is fenced and
+    // its open transaction aborted before this instance restores anything.
+    await this.producer.connect();
+    const consumer = kafka.consumer({
+      groupId: this.group,
+      sessionTimeout: this.opts.sessionTimeoutMs ?? 10_000,
+      heartbeatInterval: 1_000,
+      maxWaitTimeInMs: 250,
+      readUncommitted: false,
+      partitionAssigners: [coPartitioned],
+      retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
+    });
+    this.consumer = consumer;
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      const assignment = e.payload.memberAssignment as Record<string, number[]>;
+      const partitions = new Set(this.processor.inputs.flatMap((t) => assignment[t] ?? []));
+      this.log.info({ partitions: [...partitions] }, 'joined group');
+      // Another member may have changed any partition meanwhile: restore from the changelog.
+      void this.exclusive(async () => {
+        this.assigned = partitions;
+        this.states.clear();
+      });
+    });
+    consumer.on(consumer.events.CRASH, (e) => this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'processor consumer crashed'));
+    await consumer.connect();
+    for (const topic of this.processor.inputs) await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch: this.eachBatch });
+    const tickMs = this.opts.tickMs ?? 5_000;
+    const loop = () => {
+      this.timer = setTimeout(() => {
+        void this.exclusive(() => this.tick())
+          .catch((err: unknown) => this.log.warn({ err: describeError(err) }, 'processor tick failed; state is restored before the next one'))
+          .finally(() => {
+            if (!this.stopped) loop();
+          });
+      }, tickMs);
+    };
+    loop();
+  }
+
+  /** Stops timers and fetching, waits for the transaction in hand, leaves the group, closes. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.exclusive(async () => {
+      this.stats.stateEntries = this.stateSize();
+    });
+    await this.consumer?.stop();
+    await this.consumer?.disconnect();
+    await this.producer?.disconnect();
+    await this.admin?.disconnect();
+    this.log.info({ stats: this.stats }, 'processor stopped');
+  }
+
+  /** Entries held over all partitions. */
+  stateSize(): number {
+    let n = 0;
+    for (const s of this.states.values()) n += this.processor.size(s);
+    return n;
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn, fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private readonly eachBatch = async (payload: EachBatchPayload): Promise<void> => {
+    const { batch } = payload;
+    if (!payload.isRunning() || payload.isStale() || batch.messages.length === 0) return;
+    await this.exclusive(async () => {
+      if (this.stopped || payload.isStale()) return;
+      const p = batch.partition;
+      if (!this.states.has(p)) {
+        // Never start a partition from empty state: it is restored even if the join event was missed.
+        this.assigned.add(p);
+        try {
+          await this.restore(payload.heartbeat);
+        } catch (err) {
+          this.log.error({ err: describeError(err) }, 'state restore failed; kafkajs retries the batch');
+          throw err;
+        }
+      }
+      const state = this.states.get(p)!;
+      const next = BigInt(batch.lastOffset()) + 1n;
+      const ctx: ProcessorContext = { partition: p, now: Date.now(), caughtUp: false, log: this.log };
+      try {
+        const effects = await this.processor.process(
+          state,
+          batch.messages.map((m) => ({ topic: batch.topic, partition: p, offset: m.offset, value: m.value })),
+          ctx,
+        );
+        await this.transact(effects, p, [{ topic: batch.topic, partition: p, offset: next.toString() }]);
+      } catch (err) {
+        // The state may hold part of the batch: forget it all (restored before the next batch) and
+        // read the batch again from its first offset, which is the committed one.
+        this.states.clear();
+        payload.pause();
+        this.consumer?.seek({ topic: batch.topic, partition: p, offset: batch.firstOffset()! });
+        this.log.warn({ partition: p, err: describeError(err) }, 'batch failed; aborted, state dropped, batch refetched');
+        setTimeout(() => {
+          try {
+            this.consumer?.resume([{ topic: batch.topic, partitions: [p] }]);
+          } catch (e) {
+            this.log.debug({ err: describeError(e) }, 'resume after a failed batch skipped: the consumer stopped');
+          }
+        }, 1000).unref();
+        return;
+      }
+      this.position.set(`${batch.topic}:${p}`, next);
+      this.ends.set(`${batch.topic}:${p}`, BigInt(batch.highWatermark));
+      payload.resolveOffset(batch.lastOffset());
+      this.stats.batches++;
+      this.stats.messages += batch.messages.length;
+    });
+    // A failed heartbeat means a rebalance is under way: kafkajs rejoins, the join handler drops the state.
+    await payload.heartbeat().catch((err: unknown) => this.log.debug({ err: describeError(err) }, 'heartbeat failed after a batch'));
+  };
+
+  /** Wall-clock timers of every restored partition, in one transaction. */
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    // Partitions without a batch since the join get their state here, so their timers run too.
+    if ([...this.assigned].some((p) => !this.states.has(p))) await this.restore(async () => undefined);
+    await this.refreshEnds();
+    const now = Date.now();
+    const parts: Array<{ partition: number } & Effects> = [];
+    for (const [p, state] of this.states) {
+      const ctx: ProcessorContext = { partition: p, now, caughtUp: this.caughtUp(p), log: this.log };
+      const effects = await this.processor.tick(state, ctx);
+      if (effects.outputs.length > 0 || effects.changes.length > 0) parts.push({ partition: p, ...effects });
+    }
+    this.stats.stateEntries = this.stateSize();
+    if (now - this.loggedAt >= 60_000) {
+      this.loggedAt = now;
+      this.log.info({ stats: this.stats, rssMb: Math.round(process.memoryUsage().rss / 1048576) }, 'processor stats');
+    }
+    if (parts.length === 0) return;
+    try {
+      await this.transactMany(parts, []);
+    } catch (err) {
+      this.states.clear();
+      throw err;
+    }
+  }
+
+  private caughtUp(p: number): boolean {
+    return this.processor.inputs.every((t) => {
+      const end = this.ends.get(`${t}:${p}`);
+      const at = this.position.get(`${t}:${p}`);
+      // An empty partition has nothing to catch up on.
+      return end !== undefined && (end === 0n || (at !== undefined && at >= end));
+    });
+  }
+
+  private async refreshEnds(): Promise<void> {
+    for (const topic of this.processor.inputs) {
+      for (const o of await this.admin!.fetchTopicOffsets(topic)) this.ends.set(`${topic}:${o.partition}`, BigInt(o.high));
+    }
+  }
+
+  private transact(effects: Effects, partition: number, offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
+    return this.transactMany([{ partition, ...effects }], offsets);
+  }
+
+  /** Outputs and changelog entries of some partitions, and consumed offsets, in one transaction. */
+  private async transactMany(
+    parts: Array<{ partition: number; outputs: Output[]; changes: StateChange[] }>,
+    offsets: Array<{ topic: string; partition: number; offset: string }>,
+  ): Promise<void> {
+    const byTopic = new Map<string, Array<{ key: string; value: Buffer | null; partition: number }>>();
+    const add = (topic: string, m: { key: string; value: Buffer | null; partition: number }) => {
+      let list = byTopic.get(topic);
+      if (!list) byTopic.set(topic, (list = []));
+      list.push(m);
+    };
+    for (const { partition, outputs, changes } of parts) {
+      // Outputs go to the input's partition number: a venue's derived messages stay co-partitioned.
+      for (const o of outputs) add(o.topic, { key: o.key, value: o.value, partition });
+      for (const c of changes) add(this.changelog, { key: c.key, value: c.value, partition });
+    }
+    const txn = await this.producer!.transaction();
+    try {
+      if (byTopic.size > 0) await txn.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      if (offsets.length > 0) {
+        const topics = [...new Set(offsets.map((o) => o.topic))].map((topic) => ({
+          topic,
+          partitions: offsets.filter((o) => o.topic === topic).map(({ partition, offset }) => ({ partition, offset })),
+        }));
+        await txn.sendOffsets({ consumerGroupId: this.group, topics });
+      }
+      await txn.commit();
+      this.stats.transactions++;
+    } catch (err) {
+      this.stats.aborts++;
+      await txn.abort().catch((e: unknown) => this.log.warn({ err: describeError(e) }, 'abort failed; the broker aborts the transaction at its timeout'));
+      throw err;
+    }
+  }
+
+  /**
+   * Rebuilds the state of every assigned partition not held: a throwaway consumer group reads the
+   * changelog (committed entries only) from the beginning up to the end offsets taken now, keeping
+   * the entries of those partitions. Also reads the group's committed input offsets.
+   */
+  private async restore(heartbeat: () => Promise<void>): Promise<void> {
+    const wanted = [...this.assigned].filter((p) => !this.states.has(p));
+    if (wanted.length === 0) return;
+    const started = Date.now();
+    const admin = this.admin!;
+    const ends = new Map((await admin.fetchTopicOffsets(this.changelog)).map((o) => [o.partition, { low: BigInt(o.low), high: BigInt(o.high) }]));
+    const states = new Map(wanted.map((p) => [p, this.processor.createState()]));
+    const pending = new Set(wanted.filter((p) => (ends.get(p)?.high ?? 0n) > (ends.get(p)?.low ?? 0n)));
+    let entries = 0;
+    if (pending.size > 0) {
+      const groupId = `${this.group}.restore.${randomUUID()}`;
+      const reader = this.opts.kafka.consumer({ groupId, readUncommitted: false, maxWaitTimeInMs: 100, sessionTimeout: 10_000 });
+      reader.on(reader.events.END_BATCH_PROCESS, (e) => {
+        const { partition, lastOffset } = e.payload;
+        if (pending.has(partition) && BigInt(lastOffset) + 1n >= ends.get(partition)!.high) pending.delete(partition);
+      });
+      await reader.connect();
+      try {
+        await reader.subscribe({ topic: this.changelog, fromBeginning: true });
+        await reader.run({
+          eachBatch: async ({ batch }) => {
+            const state = states.get(batch.partition);
+            if (!state) return;
+            for (const m of batch.messages) {
+              if (BigInt(m.offset) >= ends.get(batch.partition)!.high) break;
+              this.processor.restore(state, m.key!.toString('utf8'), m.value);
+              entries++;
+            }
+          },
+        });
+        // An open transaction of another member holds the end back until it commits or times out.
+        const until = Date.now() + (this.opts.transactionTimeoutMs ?? 10_000) + 30_000;
+        while (pending.size > 0) {
+          if (Date.now() > until) throw new Error(`changelog restore did not reach the end of partitions ${[...pending].join(', ')}`);
+          await new Promise((r) => setTimeout(r, 50));
+          await heartbeat().catch((err: unknown) => this.log.debug({ err: describeError(err) }, 'heartbeat failed while restoring'));
+        }
+      } finally {
+        await reader.disconnect();
+        await admin.deleteGroups([groupId]).catch((err: unknown) => this.log.debug({ err: describeError(err), groupId }, 'could not delete the restore group'));
+      }
+    }
+    for (const t of await admin.fetchOffsets({ groupId: this.group, topics: this.processor.inputs })) {
+      for (const p of t.partitions) if (Number(p.offset) >= 0) this.position.set(`${t.topic}:${p.partition}`, BigInt(p.offset));
+    }
+    for (const [p, s] of states) this.states.set(p, s);
+    this.stats.restores++;
+    this.log.info({ partitions: wanted, entries, ms: Date.now() - started }, 'state restored from the changelog');
+  }
+}

@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCh, type Ch, type ChSql } from '../../clickhouse/client.js';
+import { migrateClickhouse, serverExecutor, type ChExecutor } from '../../clickhouse/migrate.js';
+import {
+  averageDwellSql,
+  currentOccupancySql,
+  dwellHistogramSql,
+  latestHealthSql,
+  visitDaysSql,
+  type HealthRow,
+  type OccupancyRow,
+  type VisitRow,
+} from '../../clickhouse/queries/derived.js';
+import { insertEvents } from '../../clickhouse/queries/events.js';
+import { activePartitionsSql } from '../../clickhouse/queries/retention.js';
+import { telemetrySeriesSql } from '../../clickhouse/queries/telemetry.js';
+import { toRow } from '../../pipeline/sink/rows.js';
+import { openChdb } from '../support/chdb.js';
+import { testConfig } from '../support/env.js';
+import { event } from './harness.js';
+
+/** The derived tables, views and queries on current ClickHouse (chdb) and 18.16, over the same rows. */
+let chdb: ReturnType<typeof openChdb>;
+let server: Ch;
+const engines: ChExecutor[] = [];
+const operatorId = randomUUID();
+const venueId = randomUUID();
+const zoneId = randomUUID();
+const integrationId = randomUUID();
+const topic = `chdb-derived-${randomUUID()}`;
+const base = Date.UTC(2026, 9, 24, 21, 0);
+const sunk = (i: number) => ({ retention_days: 365, kafka_topic: topic, kafka_partition: 0, kafka_offset: String(i) });
+
+const occupancy: OccupancyRow[] = [0, 1, 2, 3].map((i) => ({
+  operator_id: operatorId,
+  venue_id: venueId,
+  zone_id: i === 3 ? zoneId : '',
+  ts: base / 1000 + i * 600,
+  ts_ms: 0,
+  local_day: '2026-10-24',
+  value: [4, 6, 2, 9][i]!,
+  capacity: i === 3 ? 20 : null,
+  percent: i === 3 ? 45 : null,
+  reason: 'flow',
+  clamped: 0,
+  ...sunk(i),
+}));
+const visit = (i: number, device: string, day: string, dwell: number, zone = ''): VisitRow => ({
+  visit_id: randomUUID(),
+  operator_id: operatorId,
+  venue_id: venueId,
+  zone_id: zone,
+  device,
+  randomized_mac: 0,
+  ts: base / 1000 + i * 60,
+  ts_ms: 0,
+  ended_at: base / 1000 + i * 60 + dwell,
+  dwell_seconds: dwell,
+  sightings: 3,
+  local_day: day,
+  ...sunk(100 + i),
+});
+const visits = [
+  visit(0, 'a', '2026-10-24', 100),
+  visit(1, 'a', '2026-10-25', 400),
+  visit(2, 'a', '2026-10-25', 1000),
+  visit(3, 'b', '2026-10-25', 2000),
+  visit(4, 'b', '2026-10-25', 4000, zoneId),
+];
+const health: HealthRow[] = ['offline', 'healthy'].map((status, i) => ({
+  operator_id: operatorId,
+  venue_id: venueId,
+  integration_id: integrationId,
+  connector_type: 'meraki',
+  status,
+  previous: i === 0 ? '' : 'offline',
+  transition: 1,
+  last_event_at: i === 0 ? 0 : base / 1000,
+  has_last_event: i,
+  rejection_rate: 0,
+  reason: 'ok',
+  ts: base / 1000 + i,
+  ts_ms: 0,
+  ...sunk(200 + i),
+}));
+
+const insert = async (e: ChExecutor, table: string, rows: object[]) =>
+  e.exec(`INSERT INTO ${table} FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join('\n')}`);
+
+beforeAll(async () => {
+  chdb = openChdb();
+  await migrateClickhouse(chdb.engine, 'default');
+  server = createCh(testConfig());
+  engines.push(chdb.engine, serverExecutor(server));
+  const reported = toRow(event({ operatorId, venueId, ts: base, type: 'occupancy', metrics: { occupancy: 33 } }), { topic, partition: 1, offset: '0' }, { timezone: 'UTC', retentionDays: 365 });
+  await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${JSON.stringify(reported)}`);
+  await insertEvents(server, [reported]);
+  for (const e of engines) {
+    await insert(e, 'occupancy_updates', occupancy);
+    await insert(e, 'visits', visits);
+    await insert(e, 'connector_health', health);
+  }
+});
+
+afterAll(async () => {
+  chdb.close();
+  await server.close();
+});
+
+async function onBoth<T>(statement: ChSql): Promise<T[]> {
+  const [current, old] = await Promise.all(engines.map((e) => e.query<T>(statement.text)));
+  expect(current, 'chdb and 18.16 agree').toEqual(old);
+  return current!;
+}
+
+describe('the derived tables and queries on current ClickHouse and on 18.16', () => {
+  it('roll whole-venue occupancy updates into the occupancy key, and a connector count into occupancy_reported', async () => {
+    const plan = { operatorId, venueId, agg: 'SUM' as const, resolution: '1h' as const, fromSec: base / 1000 - 3600, toSec: base / 1000 + 7200, bucketSec: 3600 };
+    const rows = await onBoth<{ key: string; t: number; value: number }>(telemetrySeriesSql({ ...plan, keys: ['occupancy', 'occupancy_reported'] }));
+    expect(rows.map((r) => [r.key, Number(r.value)])).toEqual([
+      ['occupancy', 12],
+      ['occupancy_reported', 33],
+    ]);
+  });
+
+  it('answer the current figure per zone, dwell buckets, mean dwell, visit days and latest health', async () => {
+    const current = await onBoth<{ zone_id: string; value: number; at: string }>(currentOccupancySql({ operatorId, venueId }));
+    expect(current.map((r) => [r.zone_id, Number(r.value), Number(r.at)])).toEqual([
+      ['', 2, base + 1_200_000],
+      [zoneId, 9, base + 1_800_000],
+    ]);
+    const dwell = await onBoth<{ zone_id: string; bucket: number; visits: number }>(dwellHistogramSql({ operatorId, venueId, fromSec: base / 1000, toSec: base / 1000 + 3600 }));
+    expect(dwell.map((r) => [r.zone_id, r.bucket, r.visits])).toEqual([
+      ['', 0, 1],
+      ['', 1, 1],
+      ['', 2, 1],
+      ['', 3, 1],
+      [zoneId, 4, 1],
+    ]);
+    const [avg] = await onBoth<{ avg_dwell: number }>(averageDwellSql({ operatorId, fromSec: base / 1000, toSec: base / 1000 + 3600 }));
+    expect(avg!.avg_dwell).toBe((100 + 400 + 1000 + 2000) / 4);
+    const days = await onBoth<{ days: number; devices: number }>(visitDaysSql({ operatorId, venueId, fromDay: '2026-10-01', toDay: '2026-10-31' }));
+    expect(days.map((r) => [r.days, r.devices])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    const latest = await onBoth<{ integration_id: string; status: string; has_last_event: number }>(latestHealthSql({ operatorId, integrationIds: [integrationId], sinceSec: 0 }));
+    expect(latest.map((r) => [r.integration_id, r.status, r.has_last_event])).toEqual([[integrationId, 'healthy', 1]]);
+  });
+
+  it('partition the derived tables for the retention job', async () => {
+    const parts = await engines[0]!.query<{ table: string; partition_id: string }>(activePartitionsSql().text);
+    for (const table of ['occupancy_updates', 'visits', 'visit_days', 'connector_health']) {
+      expect(parts.some((p) => p.table === table && /^365-\d{6,8}$/.test(p.partition_id)), table).toBe(true);
+    }
+  });
+});

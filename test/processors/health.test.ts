@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { createPublisher, type Publisher } from '../../lib/kafka.js';
+import { createRedis } from '../../lib/redis.js';
+import { decodeConnectorHealthChange, type ConnectorHealthChange } from '../../lib/events.js';
+import { one, sql } from '../../postgres/client.js';
+import { ingestBatch, type IngestDeps } from '../../domain/ingest/ingest.js';
+import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';
+import { Throughput } from '../../domain/system/throughput.js';
+import { connectorHealth } from '../../domain/analytics/connectors.js';
+import { healthOf } from '../../pipeline/processors/health.js';
+import type { RunningProcessors } from '../../pipeline/processors/run.js';
+import { newVenue, openProcHarness, readAll, startProcessors, waitFor, type ProcHarness } from './harness.js';
+
+let h: ProcHarness;
+let redis: Redis;
+let publisher: Publisher;
+let deps: IngestDeps;
+let run: RunningProcessors;
+let mine: Awaited<ReturnType<typeof newVenue>>;
+let theirs: Awaited<ReturnType<typeof newVenue>>;
+const ids: Record<string, string> = {};
+
+async function integration(venueId: string, type: string): Promise<string> {
+  return (await one<{ id: string }>(h.db, sql`INSERT INTO integrations (venue_id, connector_type) VALUES (${venueId}, ${type}) RETURNING id`))!.id;
+}
+
+const at = () => new Date().toISOString();
+const send = (operatorId: string, venueId: string, connectorType: 'meraki' | 'density' | 'verkada', events: unknown[]) =>
+  ingestBatch(deps, { operator: { id: operatorId, plan: 'pro', billingAnchor: new Date() }, venueId, connectorType, events });
+
+const changes = async (): Promise<ConnectorHealthChange[]> => (await readAll(h, h.derived.connectorHealth, 500)).map((m) => decodeConnectorHealthChange(m.value));
+
+beforeAll(async () => {
+  h = await openProcHarness();
+  redis = createRedis(h.cfg);
+  await redis.connect();
+  publisher = createPublisher(h.kafka, h.log);
+  deps = { db: h.db, publisher, topic: h.topics.events, reportsTopic: h.derived.ingestReports, pseudonyms: new Pseudonyms(h.cfg.PSEUDONYM_KEY), throughput: new Throughput(redis), log: h.log };
+  mine = await newVenue(h.db);
+  theirs = await newVenue(h.db);
+  ids.meraki = await integration(mine.venueId, 'meraki');
+  ids.density = await integration(mine.venueId, 'density');
+  ids.verkada = await integration(mine.venueId, 'verkada');
+  ids.theirs = await integration(theirs.venueId, 'meraki');
+  run = await startProcessors(h, ['health'], 200);
+});
+
+afterAll(async () => {
+  await run?.stop();
+  await publisher.disconnect();
+  redis.disconnect();
+  await h.close();
+});
+
+describe('heartbeats at ingest', () => {
+  it('count only for an active integration of the venue and connector type', async () => {
+    const res = await send(mine.operatorId, mine.venueId, 'meraki', [
+      { type: 'heartbeat', timestamp: at(), payload: { status: 'ok', integration_id: ids.meraki } },
+      { type: 'heartbeat', timestamp: at(), payload: { status: 'ok', integration_id: ids.theirs } },
+      { type: 'heartbeat', timestamp: at(), payload: { status: 'ok', integration_id: ids.density } },
+      { type: 'heartbeat', timestamp: at(), payload: { status: 'ok' } },
+    ]);
+    expect(res.result).toEqual({
+      accepted: 2,
+      rejected: 2,
+      errors: [
+        { index: 1, reason: `payload.integration_id '${ids.theirs}' is not an active meraki integration of this venue` },
+        { index: 2, reason: `payload.integration_id '${ids.density}' is not an active meraki integration of this venue` },
+      ],
+    });
+  });
+});
+
+describe('connector health', () => {
+  it('grades each active integration from its last sign of life and its rejection rate, grouped by type and status', async () => {
+    // With the two heartbeats refused above: 2 of 56 meraki events rejected (under 5%).
+    const seen = Array.from({ length: 50 }, (_, i) => ({ type: 'device_seen', timestamp: at(), payload: { clientMac: `3C:22:FB:1A:2B:${(16 + i).toString(16)}`, rssi: 40 } }));
+    expect((await send(mine.operatorId, mine.venueId, 'meraki', seen)).result.accepted).toBe(50);
+    const good = Array.from({ length: 10 }, () => ({ type: 'entry', timestamp: at(), payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: 1, count: 3 } }));
+    const bad = Array.from({ length: 15 }, () => ({ type: 'visit', timestamp: at(), payload: {} }));
+    expect((await send(mine.operatorId, mine.venueId, 'density', [...good, ...bad])).result).toMatchObject({ accepted: 10, rejected: 15 });
+
+    const groups = await waitFor('three graded integrations', async () => {
+      const g = await connectorHealth(h, mine.operatorId);
+      return g.connectors.length === 3 && g.connectors.some((c) => c.type === 'meraki' && c.status === 'healthy') ? g : undefined;
+    });
+    expect(groups.connectors.map((c) => [c.type, c.status, c.count, c.lastEventAt === null])).toEqual([
+      ['meraki', 'healthy', 1, false],
+      ['density', 'degraded', 1, false],
+      ['verkada', 'offline', 1, true],
+    ]);
+    expect(Date.now() - Date.parse(groups.connectors[0]!.lastEventAt!)).toBeLessThan(60_000);
+    const first = await changes();
+    expect(first.filter((c) => c.previous === null).map((c) => [c.integrationId, c.status]).sort()).toEqual(
+      [
+        [ids.meraki, 'healthy'],
+        [ids.density, 'degraded'],
+        [ids.verkada, 'offline'],
+      ].sort(),
+    );
+    expect(first.find((c) => c.integrationId === ids.density)!.rejectionRate).toBe(0.6);
+  });
+
+  it('emits a transition when an integration comes to life', async () => {
+    expect((await send(mine.operatorId, mine.venueId, 'verkada', [{ type: 'heartbeat', timestamp: at(), payload: { integration_id: ids.verkada } }])).result.accepted).toBe(1);
+    const change = await waitFor('verkada healthy', async () => (await changes()).find((c) => c.integrationId === ids.verkada && c.status === 'healthy'));
+    expect(change).toMatchObject({ previous: 'offline', connectorType: 'verkada', venueId: mine.venueId, operatorId: mine.operatorId });
+  });
+
+  it('shows each operator only its own integrations', async () => {
+    const groups = await connectorHealth(h, theirs.operatorId);
+    expect(groups.connectors).toEqual([{ type: 'meraki', status: 'offline', count: 1, lastEventAt: null }]);
+  });
+
+  it('uses the documented thresholds', () => {
+    const now = Date.now();
+    expect(healthOf('meraki', now - 170_000, 100, 0, now).status).toBe('healthy');
+    expect(healthOf('meraki', now - 190_000, 100, 0, now).status).toBe('degraded');
+    expect(healthOf('meraki', now - 610_000, 100, 0, now).status).toBe('offline');
+    expect(healthOf('verkada', now - 40 * 60_000, 0, 0, now).status).toBe('healthy');
+    expect(healthOf('meraki', now, 95, 5, now).status).toBe('degraded');
+    expect(healthOf('meraki', now, 10, 5, now).status).toBe('healthy');
+    expect(healthOf('meraki', null, 0, 0, now).status).toBe('offline');
+  });
+});

@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chRows, chsql } from '../../clickhouse/client.js';
+import type { CanonicalEvent } from '../../lib/events.js';
+import { venueOccupancy } from '../../domain/analytics/occupancy.js';
+import { getTelemetry } from '../../domain/telemetry/telemetry.js';
+import type { RunningProcessors } from '../../pipeline/processors/run.js';
+import { committedToEnd, event, newVenue, openProcHarness, produce, startProcessors, waitFor, type ProcHarness } from './harness.js';
+
+const MINUTE = 60_000;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+let h: ProcHarness;
+let run: RunningProcessors;
+const now = Date.now();
+// Two hours ago, whole minute; the venue resets 12 hours away from it, so no reset falls in between.
+const t = Math.floor((now - 2 * HOUR) / MINUTE) * MINUTE;
+const resetHour = (new Date(now).getUTCHours() + 12) % 24;
+let shop: Awaited<ReturnType<typeof newVenue>>;
+let berlin: Awaited<ReturnType<typeof newVenue>>;
+let stranger: Awaited<ReturnType<typeof newVenue>>;
+
+/** The last Sunday of a month (0-based), 00:00 UTC. */
+const lastSunday = (year: number, month: number) => {
+  const last = Date.UTC(year, month + 1, 0);
+  return last - new Date(last).getUTCDay() * DAY;
+};
+const year = new Date(now).getUTCFullYear();
+const spring = [lastSunday(year, 2), lastSunday(year - 1, 2)].find((d) => d <= now - 2 * DAY)!;
+const fall = [lastSunday(year, 9), lastSunday(year - 1, 9)].find((d) => d <= now - 2 * DAY)!;
+
+interface UpdateRow {
+  zone_id: string;
+  ts: number;
+  value: number;
+  reason: string;
+  clamped: number;
+  capacity: number | null;
+  percent: number | null;
+}
+
+async function updates(venueId: string): Promise<UpdateRow[]> {
+  return chRows<UpdateRow>(
+    h.ch,
+    chsql`SELECT zone_id, toUInt64(ts) * 1000 + ts_ms AS ts, value, reason, clamped, capacity, percent FROM occupancy_updates
+           WHERE venue_id = toUUID(${venueId}) ORDER BY ts, kafka_partition, kafka_offset`,
+  ).then((rows) => rows.map((r) => ({ ...r, ts: Number(r.ts) })));
+}
+
+beforeAll(async () => {
+  h = await openProcHarness();
+  shop = await newVenue(h.db, {
+    resetHour,
+    zones: [
+      { slug: 'door', type: 'entrance' },
+      { slug: 'hall', type: 'area', capacity: 50 },
+      { slug: 'till', type: 'counter' },
+      { slug: 'lobby', type: 'area' },
+    ],
+  });
+  berlin = await newVenue(h.db, { timezone: 'Europe/Berlin', resetHour: 4 });
+  stranger = await newVenue(h.db, {});
+  const at = (ts: number, e: Partial<CanonicalEvent>) => event({ operatorId: shop.operatorId, venueId: shop.venueId, ts, ...e });
+  const { door, hall, till, lobby } = shop.zones;
+  const events: CanonicalEvent[] = [
+    // The venue: door and no-zone events. More exits than entries must never go below 0.
+    at(t, { type: 'entry', zoneId: door!, metrics: { entries: 2 } }),
+    at(t + MINUTE, { type: 'exit', metrics: { exits: 1 } }),
+    at(t + 2 * MINUTE, { type: 'exit', zoneId: door!, metrics: { exits: 3 } }),
+    at(t + 3 * MINUTE, { type: 'exit', zoneId: door!, metrics: { exits: 1 } }),
+    at(t + 4 * MINUTE, { type: 'entry', metrics: { entries: 3 } }),
+    // A counter's count after a crossing (Density): the count re-baselines, not entries + 1.
+    at(t + 65 * MINUTE, { type: 'entry', connectorType: 'density', metrics: { entries: 1, occupancy: 7 } }),
+    // An area zone with a capacity: flows, an absolute count, more exits than present.
+    at(t, { type: 'entry', zoneId: hall!, metrics: { entries: 5 } }),
+    at(t + MINUTE, { type: 'occupancy', zoneId: hall!, connectorType: 'density', metrics: { occupancy: 20 } }),
+    at(t + 2 * MINUTE, { type: 'exit', zoneId: hall!, metrics: { exits: 30 } }),
+    at(t + 3 * MINUTE, { type: 'entry', zoneId: hall!, metrics: { entries: 10 } }),
+    at(t, { type: 'entry', zoneId: till!, metrics: { entries: 1 } }),
+    // Out of order within the window: the exit (30 s later) arrives before the entry.
+    at(t + 30_000, { type: 'exit', zoneId: lobby!, metrics: { exits: 1 } }),
+    at(t, { type: 'entry', zoneId: lobby!, metrics: { entries: 1 } }),
+    // Not occupancy: ignored.
+    at(t, { type: 'environment', metrics: { temperature: 21 } }),
+  ];
+  const b = (ts: number, entries: number) => event({ operatorId: berlin.operatorId, venueId: berlin.venueId, ts, type: 'entry', metrics: { entries } });
+  const dst = [
+    // Spring forward: 04:00 CEST is 02:00 UTC.
+    b(spring + 30 * MINUTE, 3),
+    b(spring + HOUR + 50 * MINUTE, 1),
+    b(spring + 2 * HOUR + 10 * MINUTE, 2),
+    // Fall back: 04:00 CET is 03:00 UTC.
+    b(fall + 30 * MINUTE, 2),
+    b(fall + 2 * HOUR + 30 * MINUTE, 5),
+    b(fall + 3 * HOUR + 10 * MINUTE, 1),
+  ].sort((x, y) => x.ts - y.ts);
+  await produce(h, [...events, ...dst]);
+  run = await startProcessors(h, ['occupancy']);
+  await committedToEnd(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events);
+  await committedToEnd(h.admin, `${h.prefix}.sink.occupancy`, h.derived.occupancy);
+});
+
+afterAll(async () => {
+  await run?.stop();
+  await h.close();
+});
+
+describe('occupancy processor', () => {
+  it('never goes negative under more exits than entries, and records the clamp', async () => {
+    const rows = await updates(shop.venueId);
+    expect(rows.every((r) => r.value >= 0)).toBe(true);
+    const venue = rows.filter((r) => r.zone_id === '');
+    expect(venue.map((r) => [r.value, r.reason, r.clamped])).toEqual([
+      [2, 'flow', 0],
+      [1, 'flow', 0],
+      [0, 'flow', 2],
+      [0, 'flow', 1],
+      [3, 'flow', 0],
+      [7, 'count', 0],
+    ]);
+    const hall = rows.filter((r) => r.zone_id === shop.zones.hall);
+    expect(hall.map((r) => [r.value, r.reason, r.clamped, r.percent])).toEqual([
+      [5, 'flow', 0, 10],
+      [20, 'count', 0, 40],
+      [0, 'flow', 10, 0],
+      [10, 'flow', 0, 20],
+    ]);
+    expect(hall.every((r) => r.capacity === 50)).toBe(true);
+  });
+
+  it('puts events within the reorder window in event-time order', async () => {
+    const lobby = (await updates(shop.venueId)).filter((r) => r.zone_id === shop.zones.lobby);
+    // In arrival order the exit would clamp and the entry leave 1; in time order the visitor came and went.
+    expect(lobby.at(-1)!.value).toBe(0);
+  });
+
+  it('answers the current figure of the venue and each zone, with capacity and percent', async () => {
+    const got = await venueOccupancy(h, shop.operatorId, { id: shop.venueId });
+    expect(got.occupancy).toBe(7);
+    expect(got.updated_at).toBe(new Date(t + 65 * MINUTE).toISOString());
+    const zone = (slug: string) => got.zones.find((z) => z.zone_id === shop.zones[slug]);
+    expect(zone('hall')).toMatchObject({ occupancy: 10, capacity: 50, percent: 20, zone_type: 'area' });
+    expect(zone('till')).toMatchObject({ occupancy: 1, capacity: null, percent: null });
+    expect(zone('lobby')).toMatchObject({ occupancy: 0 });
+    // A door counts for the venue, it has no occupancy of its own.
+    expect(zone('door')).toMatchObject({ occupancy: null, updated_at: null });
+  });
+
+  it('resets daily at the venue-local hour across both DST changes', async () => {
+    const rows = await updates(berlin.venueId);
+    const resets = rows.filter((r) => r.reason === 'reset').map((r) => r.ts);
+    expect(resets).toContain(spring + 2 * HOUR);
+    expect(resets).toContain(fall + 3 * HOUR);
+    const after = (ts: number) => rows.filter((r) => r.reason !== 'reset' && r.ts === ts)[0]!.value;
+    expect(after(spring + HOUR + 50 * MINUTE)).toBe(4);
+    expect(after(spring + 2 * HOUR + 10 * MINUTE)).toBe(2);
+    expect(after(fall + 2 * HOUR + 30 * MINUTE)).toBe(7);
+    expect(after(fall + 3 * HOUR + 10 * MINUTE)).toBe(1);
+  });
+
+  it('resets a quiet venue on the wall clock once the processor has read everything', async () => {
+    // Berlin's last event is days old: the timer reset it at today's 04:00 local (within the last 25 hours).
+    const got = await waitFor('the timer reset', async () => {
+      const o = await venueOccupancy(h, berlin.operatorId, { id: berlin.venueId });
+      return o.updated_at && Date.parse(o.updated_at) > now - 26 * HOUR ? o : undefined;
+    });
+    expect(got.occupancy).toBe(0);
+    const lastReset = (await updates(berlin.venueId)).at(-1)!;
+    expect(lastReset).toMatchObject({ reason: 'reset', value: 0 });
+    const local = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(lastReset.ts);
+    expect(local).toBe('04:00');
+  });
+
+  it('serves the occupancy telemetry key from the updates at every resolution, connector counts once', async () => {
+    const req = { keys: ['occupancy' as const], startTs: t - DAY, endTs: now + MINUTE, agg: 'SUM' as const, fill: 'none' as const };
+    // The answer as its JSON reads (minute and hour series come as JSON text built by ClickHouse).
+    const series = async (q: Parameters<typeof getTelemetry>[3]) => JSON.parse(JSON.stringify(await getTelemetry(h, shop.operatorId, shop.venueId, q))) as Record<string, Array<{ value: number | null }>>;
+    for (const interval of [MINUTE, HOUR, DAY]) {
+      const sum = await series({ ...req, interval });
+      const count = await series({ ...req, interval, agg: 'COUNT' });
+      const max = await series({ ...req, interval, agg: 'MAX' });
+      const total = (points: Array<{ value: number | null }>) => points.reduce((n, p) => n + (p.value ?? 0), 0);
+      expect(total(sum.occupancy!), `sum every ${interval}`).toBe(2 + 1 + 0 + 0 + 3 + 7);
+      expect(total(count.occupancy!), `count every ${interval}`).toBe(6);
+      expect(Math.max(...max.occupancy!.map((p) => p.value ?? 0))).toBe(7);
+    }
+  });
+
+  it('refuses another operator (403) and an unknown venue (404)', async () => {
+    await expect(venueOccupancy(h, stranger.operatorId, { id: shop.venueId })).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    await expect(venueOccupancy(h, shop.operatorId, { id: '00000000-0000-4000-8000-000000000000' })).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
+  });
+});
