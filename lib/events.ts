@@ -79,3 +79,116 @@ export function decodeEvent(value: Buffer | null): CanonicalEvent {
   if (!value) throw new Error('empty message');
   return canonicalEventSchema.parse(JSON.parse(value.toString('utf8')));
 }
+
+/*
+ * Derived streams: what the stream processors (pipeline/processors/) produce. Each is keyed by
+ * venue id, so a venue's derived messages share a partition number with its events.
+ */
+
+const uuidOrNull = z.uuid().nullable();
+
+/** A new occupancy figure for a venue (zoneId null) or one of its zones. */
+export const occupancyUpdateSchema = z.object({
+  operatorId: z.uuid(),
+  venueId: z.uuid(),
+  zoneId: uuidOrNull,
+  /** People present after the change, never negative. */
+  value: z.number().int().nonnegative(),
+  capacity: z.number().nonnegative().nullable(),
+  /** value / capacity × 100, null without a capacity (or a capacity of 0). */
+  percent: z.number().nonnegative().nullable(),
+  /** When the figure holds from, epoch ms (the event time of the change; the reset instant for resets). */
+  ts: epochMs,
+  /** `flow`: entries/exits; `count`: a connector's absolute count (re-baseline); `reset`: the daily reset. */
+  reason: z.enum(['flow', 'count', 'reset']),
+  /** People the clamp at 0 dropped in this change (exits counted while nobody was left). */
+  clamped: z.number().int().nonnegative(),
+});
+export type OccupancyUpdate = z.infer<typeof occupancyUpdateSchema>;
+
+/** A closed visit of one device to a venue (zoneId null) or a zone. */
+export const visitSchema = z.object({
+  /** Deterministic: the same visit always gets the same id (replays, reprocessing). */
+  id: z.uuid(),
+  operatorId: z.uuid(),
+  venueId: z.uuid(),
+  zoneId: uuidOrNull,
+  device: z.string().regex(/^[0-9a-f]{32}$/),
+  randomizedMac: z.boolean(),
+  startTs: epochMs,
+  endTs: epochMs,
+  sightings: z.number().int().positive(),
+});
+export type Visit = z.infer<typeof visitSchema>;
+
+export const CONNECTOR_HEALTH = ['healthy', 'degraded', 'offline'] as const;
+export type ConnectorHealth = (typeof CONNECTOR_HEALTH)[number];
+
+/** An integration's health changed (the alarm rules raise and clear alarms from these). */
+export const connectorHealthChangeSchema = z.object({
+  operatorId: z.uuid(),
+  venueId: z.uuid(),
+  integrationId: z.uuid(),
+  connectorType: z.enum(CONNECTOR_TYPES),
+  status: z.enum(CONNECTOR_HEALTH),
+  previous: z.enum(CONNECTOR_HEALTH).nullable(),
+  /** Newest event or heartbeat time of the integration, epoch ms; null when it never sent anything. */
+  lastEventAt: epochMs.nullable(),
+  /** Rejected / (accepted + rejected) over the health window, 0..1. */
+  rejectionRate: z.number().min(0).max(1),
+  reason: z.string().max(200),
+  ts: epochMs,
+});
+export type ConnectorHealthChange = z.infer<typeof connectorHealthChangeSchema>;
+
+/** One ingest request's outcome for a venue and connector (accepted and rejected counts): input of connector health. */
+export const ingestReportSchema = z.object({
+  operatorId: z.uuid(),
+  venueId: z.uuid(),
+  connectorType: z.enum(CONNECTOR_TYPES),
+  accepted: z.number().int().nonnegative(),
+  rejected: z.number().int().nonnegative(),
+  ts: epochMs,
+});
+export type IngestReport = z.infer<typeof ingestReportSchema>;
+
+export interface DerivedTopics {
+  occupancy: string;
+  visits: string;
+  connectorHealth: string;
+  /** Ingest outcomes per request (keyed by venue, partitioned like the events topic). */
+  ingestReports: string;
+}
+
+export function derivedTopicNames(prefix: string): DerivedTopics {
+  return {
+    occupancy: `${prefix}.occupancy.v1`,
+    visits: `${prefix}.visits.v1`,
+    connectorHealth: `${prefix}.connector-health.v1`,
+    ingestReports: `${prefix}.ingest-reports.v1`,
+  };
+}
+
+/** A processor's compacted state topic: the state of input partition p lives in its partition p. */
+export const changelogTopicName = (prefix: string, processor: string): string => `${prefix}.proc.${processor}.changelog.v1`;
+
+const encodeJson = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
+function decodeJson<T>(schema: z.ZodType<T>, value: Buffer | null): T {
+  if (!value) throw new Error('empty message');
+  return schema.parse(JSON.parse(value.toString('utf8')));
+}
+
+export const encodeOccupancyUpdate = (u: OccupancyUpdate): Buffer => encodeJson(u);
+export const decodeOccupancyUpdate = (value: Buffer | null): OccupancyUpdate => decodeJson(occupancyUpdateSchema, value);
+export const encodeVisit = (v: Visit): Buffer => encodeJson(v);
+export const decodeVisit = (value: Buffer | null): Visit => decodeJson(visitSchema, value);
+export const encodeConnectorHealthChange = (c: ConnectorHealthChange): Buffer => encodeJson(c);
+export const decodeConnectorHealthChange = (value: Buffer | null): ConnectorHealthChange => decodeJson(connectorHealthChangeSchema, value);
+export const encodeIngestReport = (r: IngestReport): Buffer => encodeJson(r);
+export const decodeIngestReport = (value: Buffer | null): IngestReport => decodeJson(ingestReportSchema, value);
+
+/** A processor's state entry in its changelog; a null value (tombstone) deletes the entry. */
+export const encodeStateEntry = (state: unknown): Buffer => encodeJson(state);
+export function decodeStateEntry<T>(schema: z.ZodType<T>, value: Buffer | null): T | null {
+  return value ? decodeJson(schema, value) : null;
+}

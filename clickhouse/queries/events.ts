@@ -1,4 +1,4 @@
-import { chRows, chsql, type Ch, type ChSql } from '../client.js';
+import { chRows, chsql, raw, type Ch, type ChSql } from '../client.js';
 
 /** One row of the raw `events` table, every column present (18.16 ignores DEFAULTs for JSONEachRow). */
 export interface EventRow {
@@ -38,9 +38,12 @@ export interface StoredOffsetsQuery {
   toTs: number;
 }
 
-export function storedOffsetsSql(q: StoredOffsetsQuery): ChSql {
+/** Tables written by a sink: every row carries its Kafka position and a `ts` event time. */
+export type SunkTable = 'events' | 'occupancy_updates' | 'visits' | 'connector_health';
+
+export function storedOffsetsSql(q: StoredOffsetsQuery, table: SunkTable = 'events'): ChSql {
   return chsql`SELECT kafka_partition AS partition, toString(kafka_offset) AS offset
-                 FROM events
+                 FROM ${raw(table)}
                 WHERE ts >= toDateTime(${q.fromTs}, 'UTC') AND ts <= toDateTime(${q.toTs}, 'UTC')
                   AND kafka_topic = ${q.topic}
                   AND has(${q.partitions}, kafka_partition)
@@ -51,8 +54,8 @@ export function storedOffsetsSql(q: StoredOffsetsQuery): ChSql {
  * Which of the candidate Kafka positions are already stored, as `partition:offset`. A row's event
  * time does not change on replay, so the candidates' time range finds every stored copy.
  */
-export async function storedOffsets(ch: Ch, q: StoredOffsetsQuery): Promise<Set<string>> {
-  const found = await chRows<{ partition: number; offset: string }>(ch, storedOffsetsSql(q));
+export async function storedOffsets(ch: Ch, q: StoredOffsetsQuery, table: SunkTable = 'events'): Promise<Set<string>> {
+  const found = await chRows<{ partition: number; offset: string }>(ch, storedOffsetsSql(q, table));
   return new Set(found.map((r) => `${r.partition}:${r.offset}`));
 }
 

@@ -1,513 +1,61 @@
-import type { Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
-import type { Ch } from '../../clickhouse/client.js';
+import type { Kafka } from 'kafkajs';
 import { insertEvents, storedEventIds, storedOffsets, type EventRow } from '../../clickhouse/queries/events.js';
-import { decodeEvent, type Topics } from '../../lib/events.js';
-import type { Logger } from '../../lib/logger.js';
+import { decodeEvent } from '../../lib/events.js';
 import type { Queryable } from '../../postgres/client.js';
 import { advanceLastEventAt } from '../../postgres/queries/venues.js';
-import { deadLetter, describeError } from './dead-letter.js';
-import { partitionKey, toRow, type Origin } from './rows.js';
-import { VenueContexts } from './venue-context.js';
-import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
+import { partitionKey, toRow } from './rows.js';
+import { runSink, Sink, type RunningSink, type SinkOptions, type SinkTarget } from './sink.js';
+
+export type { SinkOptions, SinkStats } from './sink.js';
+export type EventsSink = Sink<EventRow>;
+export type RunningEventsSink = RunningSink<EventRow>;
+export type { RunningEventsSink as RunningSink };
 
 /**
- * The events sink: Kafka → ClickHouse raw `events` (and, through its materialized views, every
- * telemetry table), in large batches, with an exactly-once effect. See docs/pipeline.md.
- *
- * Batching. kafkajs calls eachBatch once per partition per fetch, and fetches again only after
- * every batch of the previous fetch returned. Batches are accumulated in memory across partitions
- * and fetches: each call adds its messages to the pending batch and resolves their offsets (so the
- * next fetch moves on; with autoCommit off kafkajs never commits by itself), and returns at once
- * while the partition has more to read. The pending batch is written when it holds `batchRows`
- * rows or is `batchMs` old; a call whose partition is caught up waits for that deadline itself, so
- * the tail of a burst is written too. Every write happens inside an eachBatch call, and kafkajs
- * rejoins the group after a rebalance only once those calls returned: a write never overlaps a
- * new owner's writes of the same partition. The run uses as many concurrent partitions as the
- * topic has, so all batches of one fetch share one write.
- *
- * Exactly-once effect. Offsets are committed only after the rows are in ClickHouse. Rows carry
- * their Kafka topic/partition/offset; after a (re)assignment or a failed write, the positions of
- * the rows about to be written are looked up in the raw table first and stored ones are skipped,
- * so a replay never stores a message twice. Writes are serialized. Events whose id is derived
- * from a vendor event id (re-deliveries) are also dropped when that id is already stored.
- *
- * Pausing. While ClickHouse (or Postgres, or the dead-letter topic) is unavailable the write is
- * retried with backoff inside the call that owns it, heartbeating in between: kafkajs fetches
- * nothing meanwhile (the consumer is paused in effect), keeps its group membership, and the sink
- * resumes by itself when the write succeeds. Nothing is committed until then.
- *
- * Poison messages (undecodable, schema-invalid, unknown venue, venue of another operator) go to
- * the dead-letter topic with the reason and their origin in headers, then are committed past.
+ * The raw events: canonical events → `events` (and every telemetry rollup through its views).
+ * Events whose id derives from a vendor event id (Square re-deliveries) are kept once; each write
+ * moves the venues' `last_event_at` on.
  */
-
-export interface SinkOptions {
-  ch: Ch;
-  db: Queryable;
-  /** Sends dead letters (acks from all in-sync replicas). */
-  producer: Producer;
-  /** `events` is consumed; `deadLetter` receives poison messages. */
-  topics: Topics;
-  log: Logger;
-  batchRows: number;
-  batchMs: number;
-  retry?: { initialMs: number; maxMs: number };
-  /** Fault injection for tests: runs after rows reached ClickHouse and before their offsets are committed. */
-  afterInsert?: (rows: number) => Promise<void>;
-}
-
-/** What the sink has done so far (for logs and tests). */
-export interface SinkStats {
-  inserts: number;
-  rows: number;
-  largestInsert: number;
-  deadLettered: number;
-  /** Rows found already stored (a replayed Kafka position) and skipped. */
-  skipped: number;
-  /** Re-delivered events (an event id already stored or earlier in the batch) dropped. */
-  duplicates: number;
-  commits: number;
-}
-
-/**
- * An INSERT of fewer rows than max_insert_block_size (1,048,576 by default on every version) is
- * one block. A block spanning many partitions is written as one part per partition, and current
- * ClickHouse refuses more than 100 partitions per block (each view's target counts too; the daily
- * rollup's local days can double the raw table's days), hence at most 50 raw partitions per insert.
- */
-const MAX_INSERT_ROWS = 1_000_000;
-const MAX_PARTITIONS_PER_INSERT = 50;
-
-interface Item {
-  partition: number;
-  offset: string;
-  row?: EventRow;
-  poison?: { message: KafkaMessage; error: string };
-  /** Inserted, found stored, or dead-lettered: a retry leaves it alone. */
-  done: boolean;
-}
-
-class Pending {
-  readonly items: Item[] = [];
-  rows = 0;
-  firstAt = 0;
-  /** Per partition: the offset to commit once written, and the first offset held (where a rewind restarts). */
-  readonly commit = new Map<number, string>();
-  readonly from = new Map<number, string>();
-  written?: Promise<void>;
-  constructor(readonly epoch: number) {}
-}
-
-interface Control {
-  heartbeat(): Promise<void>;
-  isRunning(): boolean;
-  commit(offsets: Array<{ partition: number; offset: string }>): Promise<void>;
-}
-
-/** The work in hand was given up. `rethrow` goes back to kafkajs (it rejoins the group); otherwise the call just returns. */
-class Abandoned extends Error {
-  constructor(readonly rethrow?: unknown) {
-    super('sink work abandoned');
-  }
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-export class EventsSink {
-  readonly stats: SinkStats = { inserts: 0, rows: 0, largestInsert: 0, deadLettered: 0, skipped: 0, duplicates: 0, commits: 0 };
-  private readonly contexts: VenueContexts;
-  private readonly log: Logger;
-  private readonly maxRows: number;
-  private readonly retry: { initialMs: number; maxMs: number };
-  private consumer?: Consumer;
-  /** Bumped whenever uncommitted work is dropped (rebalance, give-up): older pendings must not be written. */
-  private epoch = 0;
-  private current = new Pending(0);
-  /** Pendings holding resolved but uncommitted offsets, where a rewind has to restart. */
-  private readonly uncommitted = new Set<Pending>();
-  /** Writes run one after another. */
-  private chain: Promise<void> = Promise.resolve();
-  /** Partitions whose stored positions are known: nobody but this sink wrote them since it last checked. */
-  private readonly verified = new Set<number>();
-  private active = 0;
-  private draining = false;
-  /** After this instant retries give up (set by drain). */
-  private giveUpAt = Infinity;
-  private wake!: () => void;
-  private readonly woken = new Promise<void>((resolve) => (this.wake = resolve));
-
-  constructor(private readonly opts: SinkOptions) {
-    this.contexts = new VenueContexts(opts.db);
-    this.log = opts.log.child({ component: 'events-sink' });
-    this.maxRows = Math.min(opts.batchRows, MAX_INSERT_ROWS);
-    this.retry = opts.retry ?? { initialMs: 250, maxMs: 10_000 };
-  }
-
-  /** Wires the sink to its consumer before the consumer runs: group joins and rewinds. */
-  attach(consumer: Consumer): void {
-    this.consumer = consumer;
-    // kafkajs restarts from the committed offsets after every join (no rewind needed); what was
-    // held is refetched, and another member may have written our former partitions meanwhile.
-    consumer.on(consumer.events.GROUP_JOIN, () => this.dropUncommitted('group joined', false));
-  }
-
-  readonly eachBatch = async (payload: EachBatchPayload): Promise<void> => {
-    const { batch } = payload;
-    if (!payload.isRunning() || payload.isStale() || batch.messages.length === 0) return;
-    const ctl: Control = {
-      heartbeat: payload.heartbeat,
-      isRunning: () => payload.isRunning() && Date.now() < this.giveUpAt,
-      commit: (partitions) => payload.commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions }] }),
-    };
-    this.active++;
-    try {
-      const items = await this.retrying(ctl, 'look up venues', () => this.decode(batch));
-      // A rewind (seek) while this call was decoding makes the batch stale: kafkajs refetches it.
-      if (payload.isStale()) return;
-      const pending = this.current;
-      this.hold(pending, batch, items);
-      payload.resolveOffset(batch.lastOffset());
-      if (!this.due(pending) && batch.offsetLag() === '0') await this.waitUntilDue(pending, ctl);
-      if (this.due(pending) || pending.written) await this.flush(pending, ctl);
-    } catch (err) {
-      if (err instanceof Abandoned) {
-        if (err.rethrow) throw err.rethrow;
-        return;
-      }
-      this.dropUncommitted('unexpected error');
-      throw err;
-    } finally {
-      this.active--;
-    }
-  };
-
-  /**
-   * Shutdown, before the consumer stops: stop fetching, let calls in flight write what they hold,
-   * write and commit the rest. Gives up after `timeoutMs` (the rest is replayed on restart).
-   */
-  async drain(timeoutMs: number): Promise<void> {
-    this.draining = true;
-    this.giveUpAt = Date.now() + timeoutMs;
-    this.wake();
-    const consumer = this.consumer;
-    try {
-      consumer?.pause([{ topic: this.opts.topics.events }]);
-    } catch {
-      // the consumer already stopped: nothing more is fetched anyway
-    }
-    while (this.active > 0) await sleep(10);
-    const pending = this.current;
-    if (!consumer || pending.items.length === 0) return;
-    const ctl: Control = {
-      heartbeat: async () => undefined,
-      isRunning: () => Date.now() < this.giveUpAt,
-      commit: (partitions) => consumer.commitOffsets(partitions.map((p) => ({ topic: this.opts.topics.events, ...p }))),
-    };
-    await this.flush(pending, ctl).catch((err: unknown) => {
-      if (!(err instanceof Abandoned)) throw err;
-      this.log.warn('could not write the held events before shutdown; they are replayed on restart');
-    });
-  }
-
-  private async decode(batch: Batch): Promise<Item[]> {
-    const decoded = batch.messages.map((message) => {
-      try {
-        return { message, event: decodeEvent(message.value) };
-      } catch (err) {
-        return { message, error: `undecodable event: ${describeError(err)}` };
-      }
-    });
-    const contexts = await this.contexts.resolve(decoded.flatMap((d) => (d.event ? [d.event.venueId] : [])));
-    return decoded.map(({ message, event, error }): Item => {
-      const item: Item = { partition: batch.partition, offset: message.offset, done: false };
-      const origin: Origin = { topic: batch.topic, partition: batch.partition, offset: message.offset };
-      const ctx = event && contexts.get(event.venueId);
-      if (!event) item.poison = { message, error: error! };
-      else if (!ctx) item.poison = { message, error: `unknown venue ${event.venueId}` };
-      else if (ctx.operatorId !== event.operatorId) item.poison = { message, error: `venue ${event.venueId} belongs to another operator` };
-      else {
-        try {
-          item.row = toRow(event, origin, ctx);
-        } catch (err) {
-          // e.g. a time zone the runtime does not know
-          item.poison = { message, error: describeError(err) };
-        }
-      }
-      return item;
-    });
-  }
-
-  private hold(pending: Pending, batch: Batch, items: Item[]): void {
-    if (pending.items.length === 0) pending.firstAt = Date.now();
-    this.uncommitted.add(pending);
-    for (const item of items) {
-      pending.items.push(item);
-      if (item.row) pending.rows++;
-    }
-    if (!pending.from.has(batch.partition)) pending.from.set(batch.partition, items[0]!.offset);
-    pending.commit.set(batch.partition, (BigInt(batch.lastOffset()) + 1n).toString());
-  }
-
-  private due(pending: Pending): boolean {
-    return this.draining || pending.rows >= this.maxRows || Date.now() - pending.firstAt >= this.opts.batchMs;
-  }
-
-  /** Waits (heartbeating) until the pending batch is due or someone else started writing it. */
-  private async waitUntilDue(pending: Pending, ctl: Control): Promise<void> {
-    while (!this.due(pending) && !pending.written) {
-      const left = pending.firstAt + this.opts.batchMs - Date.now();
-      await Promise.race([sleep(Math.min(Math.max(left, 1), 1000)), this.woken]);
-      await this.beat(ctl);
-    }
-  }
-
-  /** Detaches `pending` (if current) and queues its write; every caller holding it awaits the same write. */
-  private flush(pending: Pending, ctl: Control): Promise<void> {
-    if (pending === this.current) this.current = new Pending(this.epoch);
-    pending.written ??= this.chain = this.chain.catch(() => undefined).then(() => this.write(pending, ctl));
-    return pending.written;
-  }
-
-  private async write(pending: Pending, ctl: Control): Promise<void> {
-    // Dropped while queued: kafkajs refetches these messages.
-    if (pending.epoch !== this.epoch) throw new Abandoned();
-    const started = Date.now();
-    // Keep the session alive during long inserts: the coordinator then waits for this member to
-    // rejoin (up to the rebalance timeout, longer than a ClickHouse request may take) before it
-    // hands these partitions to anyone else. A failed beat surfaces at the next retry step.
-    const keepAlive = setInterval(() => void ctl.heartbeat().catch(() => undefined), 1000);
-    try {
-      await this.retrying(ctl, 'dead-letter', () => this.sendDeadLetters(pending));
-      await this.retrying(ctl, 'insert', async () => {
-        const inserted = await this.insert(pending);
-        if (inserted > 0) await this.opts.afterInsert?.(inserted);
-      });
-      await this.touchVenues(pending);
-      const offsets = [...pending.commit].map(([partition, offset]) => ({ partition, offset }));
-      await this.retrying(ctl, 'commit', () => ctl.commit(offsets));
-    } finally {
-      clearInterval(keepAlive);
-    }
-    this.stats.commits++;
-    this.uncommitted.delete(pending);
-    if (pending.epoch === this.epoch) for (const p of pending.commit.keys()) this.verified.add(p);
-    this.log.debug({ items: pending.items.length, rows: pending.rows, ms: Date.now() - started, totals: this.stats }, 'batch written and committed');
-  }
-
-  private async sendDeadLetters(pending: Pending): Promise<void> {
-    const poison = pending.items.filter((i) => i.poison && !i.done);
-    if (poison.length === 0) return;
-    const topic = this.opts.topics.events;
-    await this.opts.producer.send({
-      topic: this.opts.topics.deadLetter,
-      acks: -1,
-      messages: poison.map((i) => deadLetter(i.poison!.message, { topic, partition: i.partition, offset: i.offset }, i.poison!.error)),
-    });
-    for (const i of poison) {
-      i.done = true;
-      this.log.warn({ partition: i.partition, offset: i.offset, error: i.poison!.error }, 'poison message dead-lettered');
-    }
-    this.stats.deadLettered += poison.length;
-  }
-
-  /** Inserts the rows not yet stored, in inserts of at most maxRows rows and 50 partitions; returns how many it inserted. */
-  private async insert(pending: Pending): Promise<number> {
-    let todo = pending.items.filter((i) => i.row && !i.done);
-    if (todo.length === 0) return 0;
-    const unverified = todo.filter((i) => !this.verified.has(i.partition));
-    if (unverified.length > 0) {
-      const stored = await storedOffsets(this.opts.ch, {
-        topic: this.opts.topics.events,
-        partitions: [...new Set(unverified.map((i) => i.partition))],
-        fromOffset: unverified.reduce((m, i) => (BigInt(i.offset) < m ? BigInt(i.offset) : m), BigInt(unverified[0]!.offset)),
-        toOffset: unverified.reduce((m, i) => (BigInt(i.offset) > m ? BigInt(i.offset) : m), 0n),
-        ...tsBounds(unverified),
-      });
-      for (const i of unverified) {
-        if (stored.has(`${i.partition}:${i.offset}`)) {
-          i.done = true;
-          this.stats.skipped++;
-        }
-      }
-      todo = todo.filter((i) => !i.done);
-    }
-    todo = await this.withoutRedeliveries(todo);
-    let inserted = 0;
-    try {
-      for (const chunk of chunks(todo, this.maxRows)) {
-        await insertEvents(this.opts.ch, chunk.map((i) => i.row!));
-        for (const i of chunk) i.done = true;
-        inserted += chunk.length;
-        this.stats.inserts++;
-        this.stats.rows += chunk.length;
-        this.stats.largestInsert = Math.max(this.stats.largestInsert, chunk.length);
-      }
-    } catch (err) {
-      // A failed insert may still have stored some or all of its rows (a timeout after the server
-      // wrote them, a crash between parts): look before the next attempt.
-      for (const i of todo) this.verified.delete(i.partition);
-      throw err;
-    }
-    return inserted;
-  }
-
-  /**
-   * Random (version 4) event ids never repeat; ids ingest derives from a vendor's event id (Square
-   * webhooks) repeat when the vendor re-delivers. Those are looked up and only the first is kept.
-   */
-  private async withoutRedeliveries(todo: Item[]): Promise<Item[]> {
-    const derived = todo.filter((i) => i.row!.event_id[14] !== '4');
-    if (derived.length === 0) return todo;
-    const seen = await storedEventIds(this.opts.ch, {
-      ids: [...new Set(derived.map((i) => i.row!.event_id))],
-      ...tsBounds(derived),
-    });
-    for (const i of derived) {
-      if (seen.has(i.row!.event_id)) {
-        i.done = true;
-        this.stats.duplicates++;
-      } else seen.add(i.row!.event_id);
-    }
-    return todo.filter((i) => !i.done);
-  }
-
-  /** One Postgres statement per batch; best effort, since the next batch moves it on anyway. */
-  private async touchVenues(pending: Pending): Promise<void> {
-    const latest = new Map<string, number>();
-    for (const i of pending.items) {
-      if (!i.row) continue;
-      const at = i.row.ts * 1000 + i.row.ts_ms;
-      if (at > (latest.get(i.row.venue_id) ?? -1)) latest.set(i.row.venue_id, at);
-    }
-    try {
-      await advanceLastEventAt(this.opts.db, [...latest].map(([venueId, at]) => ({ venueId, at: new Date(at) })));
-    } catch (err) {
-      this.log.warn({ err: describeError(err) }, 'could not update venues.last_event_at');
-    }
-  }
-
-  /** Runs `fn` until it succeeds, backing off and heartbeating in between; gives up when the consumer stops. */
-  private async retrying<T>(ctl: Control, what: string, fn: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = await fn();
-        if (attempt > 1) this.log.info({ what, attempts: attempt }, 'sink resumed');
-        return result;
-      } catch (err) {
-        if (err instanceof Abandoned) throw err;
-        if (!ctl.isRunning()) throw this.giveUp(`${what} failed while stopping`);
-        const delay = Math.min(this.retry.maxMs, this.retry.initialMs * 2 ** (attempt - 1));
-        this.log.warn({ what, attempt, retryInMs: delay, err: describeError(err) }, 'sink paused: retrying without committing');
-        const until = Date.now() + delay;
-        while (Date.now() < until) {
-          await sleep(Math.min(until - Date.now(), 1000));
-          if (!ctl.isRunning()) throw this.giveUp(`${what} failed while stopping`);
-          await this.beat(ctl);
-        }
-      }
-    }
-  }
-
-  /** A failed heartbeat means a rebalance (or a lost session): drop what is held, let kafkajs rejoin. */
-  private async beat(ctl: Control): Promise<void> {
-    try {
-      await ctl.heartbeat();
-    } catch (err) {
-      this.dropUncommitted('heartbeat failed');
-      throw new Abandoned(err);
-    }
-  }
-
-  private giveUp(reason: string): Abandoned {
-    this.dropUncommitted(reason);
-    return new Abandoned();
-  }
-
-  /**
-   * Forgets everything not committed and rewinds the consumer to the first uncommitted offset of
-   * each partition, so kafkajs refetches it even when it does not rejoin. Stored positions are
-   * looked up again before the next insert; a write already under way may still finish.
-   */
-  private dropUncommitted(reason: string, rewind = true): void {
-    const from = new Map<number, bigint>();
-    let dropped = 0;
-    for (const pending of this.uncommitted) {
-      dropped += pending.items.length;
-      for (const [partition, offset] of pending.from) {
-        const at = from.get(partition);
-        if (at === undefined || BigInt(offset) < at) from.set(partition, BigInt(offset));
-      }
-    }
-    this.uncommitted.clear();
-    this.epoch++;
-    this.current = new Pending(this.epoch);
-    this.verified.clear();
-    for (const [partition, offset] of rewind ? from : []) {
-      try {
-        this.consumer?.seek({ topic: this.opts.topics.events, partition, offset: offset.toString() });
-      } catch {
-        // not running any more: the next start reads from the committed offsets anyway
-      }
-    }
-    if (dropped > 0) this.log.info({ reason, dropped }, 'dropped uncommitted events; they are refetched');
-  }
-}
-
-export interface RunningSink {
-  sink: EventsSink;
-  consumer: RunningConsumer;
-  /** Stops fetching, writes and commits what is held (within `drainMs`), then leaves the group. */
-  stop(): Promise<void>;
-}
-
-/** Runs the sink as one member of `groupId`, over as many concurrent partitions as the topic has. */
-export async function runEventsSink(
-  kafka: Kafka,
-  opts: SinkOptions & { groupId: string; partitions: number; drainMs: number },
-): Promise<RunningSink> {
-  const sink = new EventsSink(opts);
-  const consumer = await runConsumer(kafka, opts.log, {
-    groupId: opts.groupId,
-    topic: opts.topics.events,
-    eachBatch: sink.eachBatch,
-    partitionsConsumedConcurrently: opts.partitions,
-    onCreate: (c) => sink.attach(c),
-  });
+export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
   return {
-    sink,
-    consumer,
-    async stop() {
-      await sink.drain(opts.drainMs);
-      await consumer.stop();
+    name: 'events',
+    decode(value) {
+      const event = decodeEvent(value);
+      return { venueId: event.venueId, operatorId: event.operatorId, toRow: (origin, ctx) => toRow(event, origin, ctx) };
+    },
+    insert: insertEvents,
+    storedOffsets: (ch, q) => storedOffsets(ch, q, 'events'),
+    partitionKey,
+    // Random (version 4) ids never repeat; derived ones repeat when the vendor re-delivers.
+    async redeliveries(ch, rows) {
+      const derived = rows.filter((r) => r.event_id[14] !== '4');
+      const again = new Set<EventRow>();
+      if (derived.length === 0) return again;
+      let fromTs = Infinity;
+      let toTs = 0;
+      for (const r of derived) {
+        fromTs = Math.min(fromTs, r.ts);
+        toTs = Math.max(toTs, r.ts);
+      }
+      const seen = await storedEventIds(ch, { ids: [...new Set(derived.map((r) => r.event_id))], fromTs, toTs });
+      for (const r of derived) {
+        if (seen.has(r.event_id)) again.add(r);
+        else seen.add(r.event_id);
+      }
+      return again;
+    },
+    async afterWrite(rows) {
+      const latest = new Map<string, number>();
+      for (const r of rows) {
+        const at = r.ts * 1000 + r.ts_ms;
+        if (at > (latest.get(r.venue_id) ?? -1)) latest.set(r.venue_id, at);
+      }
+      await advanceLastEventAt(db, [...latest].map(([venueId, at]) => ({ venueId, at: new Date(at) })));
     },
   };
 }
 
-/** The event-time bounds (epoch seconds) of the items' rows: a replayed row keeps its event time, so they prune lookups. */
-function tsBounds(items: Item[]): { fromTs: number; toTs: number } {
-  let fromTs = Infinity;
-  let toTs = 0;
-  for (const i of items) {
-    fromTs = Math.min(fromTs, i.row!.ts);
-    toTs = Math.max(toTs, i.row!.ts);
-  }
-  return { fromTs, toTs };
-}
-
-/** Consecutive runs of at most `maxRows` items touching at most MAX_PARTITIONS_PER_INSERT raw partitions. */
-function chunks(items: Item[], maxRows: number): Item[][] {
-  const out: Item[][] = [];
-  let chunk: Item[] = [];
-  let keys = new Set<string>();
-  for (const item of items) {
-    const key = partitionKey(item.row!);
-    if (chunk.length >= maxRows || (!keys.has(key) && keys.size >= MAX_PARTITIONS_PER_INSERT)) {
-      out.push(chunk);
-      chunk = [];
-      keys = new Set();
-    }
-    chunk.push(item);
-    keys.add(key);
-  }
-  if (chunk.length > 0) out.push(chunk);
-  return out;
+/** Runs the events sink as one member of `groupId`, over as many concurrent partitions as the topic has. */
+export function runEventsSink(kafka: Kafka, opts: SinkOptions & { groupId: string; partitions: number; drainMs: number }): Promise<RunningEventsSink> {
+  return runSink(kafka, eventsTarget(opts.db), opts);
 }
