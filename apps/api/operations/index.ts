@@ -9,6 +9,7 @@ import { integrationOperations } from './integrations.js';
 import { ingestOperations } from './ingest.js';
 import { telemetryOperations } from './telemetry.js';
 import { dashboardOperations } from './dashboard.js';
+import { alarmOperations } from './alarms.js';
 
 /** Every operation of the API, in the order the OpenAPI document lists them. */
 export const OPERATIONS: readonly AnyOperation[] = [
@@ -22,4 +23,5 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...ingestOperations,
   ...telemetryOperations,
   ...dashboardOperations,
+  ...alarmOperations,
 ];

@@ -27,6 +27,7 @@ export const TAGS = {
   Ingest: 'Connector events in',
   Telemetry: 'Aggregated time series of a venue',
   Dashboard: "Summaries across all the operator's venues",
+  Alarms: 'Alarms raised by the rules (zone occupancy against capacity, connector health), acknowledged and cleared by operators',
 } as const;
 export type Tag = keyof typeof TAGS;
 

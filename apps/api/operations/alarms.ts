@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { acknowledgeAlarm, clearAlarm, listAlarms } from '../../../domain/alarms/alarms.js';
+import type { AlarmEventBus } from '../../../domain/alarms/events.js';
+import { ALARM_SEVERITIES, ALARM_STATUSES, alarmSchema, alarmTopicName } from '../../../lib/events.js';
+import { operation, type BearerContext } from './operation.js';
+import { pageQuery, timestamp, uuid } from './schemas.js';
+
+const alarmParams = z.object({ id: uuid() });
+
+const listQuery = pageQuery.extend({
+  status: z.enum(ALARM_STATUSES).optional().describe('only alarms in this status'),
+  severity: z.enum(ALARM_SEVERITIES).optional().describe('only alarms of this severity'),
+  venue_id: uuid().optional().describe("only alarms of this venue (one of the caller's active venues)"),
+});
+
+const alarmList = z.object({ alarms: z.array(alarmSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() });
+
+const busOf = ({ deps, log }: BearerContext): AlarmEventBus => ({
+  publisher: deps.services.publisher,
+  topic: alarmTopicName(deps.services.cfg.KAFKA_TOPIC_PREFIX),
+  log,
+});
+
+export const alarmOperations = [
+  operation({
+    id: 'listAlarms',
+    method: 'get',
+    path: '/api/alarms',
+    summary: "The caller's alarms, newest first, filtered by status, severity and venue (limit above 200 is a 400)",
+    tag: 'Alarms',
+    auth: 'bearer',
+    query: listQuery,
+    response: { status: 200, description: 'A page of alarms and the total matching the filters', schema: alarmList },
+    errors: [400, 401, 403, 404, 429],
+    tool: {
+      name: 'list_alarms',
+      description:
+        "Lists the caller's alarms, newest first. An alarm is raised by a rule: type zone_occupancy_high (a zone's live occupancy at WARNING >= 80%, MAJOR >= 90%, CRITICAL >= 100% of its capacity; it clears below 75%) or connector_unhealthy (an integration degraded: MINOR, offline: MAJOR; it clears when healthy). status is ACTIVE_UNACK, ACTIVE_ACK (condition still on), CLEARED_UNACK or CLEARED_ACK (condition over); details holds the figures (current people, capacity, percent, threshold; or the connector's status and lastEventAt). Filters: status, severity (CRITICAL, MAJOR, MINOR, WARNING), venue_id; paging: limit 1-200 (default 50), offset. Times are UTC ISO 8601.",
+    },
+    handler: ({ query }, { deps, operator }) => listAlarms(deps.services.db, operator.id, query),
+  }),
+  operation({
+    id: 'acknowledgeAlarm',
+    method: 'post',
+    path: '/api/alarms/{id}/ack',
+    summary: 'Acknowledge an alarm: ACTIVE_UNACK → ACTIVE_ACK, CLEARED_UNACK → CLEARED_ACK; 409 ALREADY_ACKNOWLEDGED otherwise',
+    tag: 'Alarms',
+    auth: 'bearer',
+    params: alarmParams,
+    response: {
+      status: 200,
+      description: 'The alarm is acknowledged',
+      schema: z.object({ id: z.uuid(), status: z.enum(['ACTIVE_ACK', 'CLEARED_ACK']), acknowledgedAt: timestamp }),
+    },
+    errors: [400, 401, 403, 404, 409, 429],
+    handler: ({ params }, ctx) => acknowledgeAlarm(ctx.deps.services.db, busOf(ctx), ctx.operator.id, params.id),
+  }),
+  operation({
+    id: 'clearAlarm',
+    method: 'post',
+    path: '/api/alarms/{id}/clear',
+    summary: 'Clear an alarm: ACTIVE_UNACK → CLEARED_UNACK, ACTIVE_ACK → CLEARED_ACK; 409 ALREADY_CLEARED otherwise',
+    tag: 'Alarms',
+    auth: 'bearer',
+    params: alarmParams,
+    response: {
+      status: 200,
+      description: 'The alarm is cleared',
+      schema: z.object({ id: z.uuid(), status: z.enum(['CLEARED_UNACK', 'CLEARED_ACK']), clearedAt: timestamp }),
+    },
+    errors: [400, 401, 403, 404, 409, 429],
+    handler: ({ params }, ctx) => clearAlarm(ctx.deps.services.db, busOf(ctx), ctx.operator.id, params.id),
+  }),
+];

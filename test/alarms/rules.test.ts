@@ -1,0 +1,234 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evaluateOccupancy } from '../../domain/alarms/evaluate.js';
+import { DEFAULT_OCCUPANCY_RULE } from '../../domain/alarms/rules.js';
+import { one, sql } from '../../postgres/client.js';
+import { request } from '../support/http.js';
+import { alarmsOf, drained, health, newSite, occupancy, openAlarmStack, sendHealth, sendOccupancy, until, type AlarmStack, type Site } from './support.js';
+
+let stack: AlarmStack;
+let site: Site;
+
+beforeAll(async () => {
+  stack = await openAlarmStack(6);
+  site = await newSite(stack.api);
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+const activeCount = async (zoneId: string) =>
+  (await one<{ n: number }>(stack.api.services.db, sql`SELECT count(*)::int AS n FROM alarms WHERE zone_id = ${zoneId} AND cleared_at IS NULL`))!.n;
+const allCount = async (sourceId: string) =>
+  (await one<{ n: number }>(stack.api.services.db, sql`SELECT count(*)::int AS n FROM alarms WHERE source_id = ${sourceId}`))!.n;
+
+describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
+  it('a zone driven over capacity by updates from six concurrent producers raises exactly one alarm', async () => {
+    const zones = [await site.zone(40, 'Main hall'), await site.zone(40, 'Bar')];
+    // Each producer sends its own interleaving of figures over capacity, all at once.
+    await Promise.all(
+      stack.producers.map((p, i) =>
+        Promise.all(
+          zones.map((zoneId) =>
+            sendOccupancy(
+              stack,
+              Array.from({ length: 20 }, (_, k) => occupancy(site, zoneId, 41 + ((k * 7 + i) % 20), 40)),
+              p,
+            ),
+          ),
+        ),
+      ),
+    );
+    await drained(stack);
+    for (const zoneId of zones) {
+      expect(await allCount(zoneId)).toBe(1);
+      const [alarm] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+      expect(alarm).toMatchObject({
+        venueId: site.venueId,
+        zoneId,
+        integrationId: null,
+        type: 'zone_occupancy_high',
+        severity: 'CRITICAL',
+        status: 'ACTIVE_UNACK',
+        acknowledgedAt: null,
+        clearedAt: null,
+      });
+      expect(alarm.details).toMatchObject({ capacity: 40, threshold: 100 });
+      expect(alarm.details.current).toBeGreaterThanOrEqual(41);
+      expect(alarm.message).toContain('% of capacity');
+      const events = await until('the created event', async () => (stack.tap.of(alarm.id).length > 0 ? stack.tap.of(alarm.id) : undefined));
+      expect(events[0]).toMatchObject({ kind: 'created', cause: 'rule', operatorId: site.op.id, venueId: site.venueId });
+    }
+  });
+
+  it('the database refuses a second active alarm even when the rule is evaluated concurrently outside Kafka', async () => {
+    const zoneId = await site.zone(10);
+    await Promise.all(
+      Array.from({ length: 25 }, (_, i) => evaluateOccupancy(stack.api.services.db, DEFAULT_OCCUPANCY_RULE, occupancy(site, zoneId, 9 + (i % 4)), null)),
+    );
+    expect(await activeCount(zoneId)).toBe(1);
+    expect(await allCount(zoneId)).toBe(1);
+  });
+
+  it('a count flickering at the threshold raises one alarm, and escalation and de-escalation keep that one alarm', async () => {
+    const zoneId = await site.zone(100, 'Flicker');
+    const flicker = [79, 80, 79, 81, 78, 80, 76, 80, 79, 82, 77, 80];
+    await sendOccupancy(stack, flicker.map((v) => occupancy(site, zoneId, v)));
+    await drained(stack);
+    let [alarm] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+    expect(await allCount(zoneId)).toBe(1);
+    expect(alarm).toMatchObject({ severity: 'WARNING', status: 'ACTIVE_UNACK' });
+
+    // Rising: MAJOR at 90 %, CRITICAL at 100 %; falling: a level is left 5 points below its threshold.
+    const path: Array<[number, string]> = [
+      [92, 'MAJOR'],
+      [101, 'CRITICAL'],
+      [96, 'CRITICAL'],
+      [94, 'MAJOR'],
+      [86, 'MAJOR'],
+      [84, 'WARNING'],
+      [99, 'MAJOR'],
+      [82, 'WARNING'],
+    ];
+    for (const [value, severity] of path) {
+      await sendOccupancy(stack, [occupancy(site, zoneId, value)]);
+      await drained(stack);
+      [alarm] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+      expect({ value, severity: alarm.severity, status: alarm.status }).toEqual({ value, severity, status: 'ACTIVE_UNACK' });
+      expect(alarm.details).toMatchObject({ current: value, capacity: 100, percent: value });
+    }
+    expect(await allCount(zoneId)).toBe(1);
+    const kinds = await until('the severity events', async () => {
+      const k = stack.tap.of(alarm.id).map((e) => `${e.kind}:${e.alarm.severity}`);
+      return k.length >= 7 ? k : undefined;
+    });
+    expect(kinds).toEqual([
+      'created:WARNING',
+      'severity_changed:MAJOR',
+      'severity_changed:CRITICAL',
+      'severity_changed:MAJOR',
+      'severity_changed:WARNING',
+      'severity_changed:MAJOR',
+      'severity_changed:WARNING',
+    ]);
+    expect(stack.tap.of(alarm.id)[1]!.previousSeverity).toBe('WARNING');
+  });
+
+  it('clears only below the clear margin (ACTIVE_UNACK → CLEARED_UNACK), and a later breach raises a new alarm', async () => {
+    const zoneId = await site.zone(100);
+    await sendOccupancy(stack, [85, 78, 75].map((v) => occupancy(site, zoneId, v)));
+    await drained(stack);
+    let alarms = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+    expect(alarms.map((a) => a.status)).toEqual(['ACTIVE_UNACK']);
+
+    await sendOccupancy(stack, [occupancy(site, zoneId, 74)]);
+    await drained(stack);
+    alarms = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+    expect(alarms).toHaveLength(1);
+    expect(alarms[0]).toMatchObject({ status: 'CLEARED_UNACK', acknowledgedAt: null });
+    expect(Date.parse(alarms[0].clearedAt)).toBeGreaterThan(Date.parse(alarms[0].createdAt) - 1);
+    const first = alarms[0].id;
+    await until('the cleared event', async () => (stack.tap.of(first).some((e) => e.kind === 'cleared' && e.cause === 'rule') ? true : undefined));
+
+    await sendOccupancy(stack, [70, 81].map((v) => occupancy(site, zoneId, v)));
+    await drained(stack);
+    alarms = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+    expect(alarms.map((a) => [a.status, a.severity])).toEqual([
+      ['ACTIVE_UNACK', 'WARNING'],
+      ['CLEARED_UNACK', 'WARNING'],
+    ]);
+    expect(alarms[1].id).toBe(first);
+  });
+
+  it('an acknowledged alarm clears automatically to CLEARED_ACK, keeping its acknowledgement', async () => {
+    const zoneId = await site.zone(20);
+    await sendOccupancy(stack, [occupancy(site, zoneId, 19)]);
+    await drained(stack);
+    const [alarm] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+    const ack = await request(`${stack.api.url}/api/alarms/${alarm.id}/ack`, { key: site.op.key, method: 'POST' });
+    expect(ack.body).toMatchObject({ id: alarm.id, status: 'ACTIVE_ACK' });
+    await sendOccupancy(stack, [occupancy(site, zoneId, 3)]);
+    await drained(stack);
+    const [after] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+    expect(after).toMatchObject({ id: alarm.id, status: 'CLEARED_ACK', acknowledgedAt: ack.body.acknowledgedAt });
+    expect(after.clearedAt).not.toBeNull();
+  });
+
+  it('after an operator clears an alarm while the zone stays full, no new alarm until the breach ends, unless it gets worse', async () => {
+    const zoneId = await site.zone(100);
+    await sendOccupancy(stack, [occupancy(site, zoneId, 85)]);
+    await drained(stack);
+    const [alarm] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+    const cleared = await request(`${stack.api.url}/api/alarms/${alarm.id}/clear`, { key: site.op.key, method: 'POST' });
+    expect(cleared.status).toBe(200);
+    await sendOccupancy(stack, [86, 84, 88].map((v) => occupancy(site, zoneId, v)));
+    await drained(stack);
+    expect(await allCount(zoneId)).toBe(1);
+    // Worse than what was cleared: a new alarm.
+    await sendOccupancy(stack, [occupancy(site, zoneId, 93)]);
+    await drained(stack);
+    const alarms = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
+    expect(alarms.map((a) => [a.severity, a.status])).toEqual([
+      ['MAJOR', 'ACTIVE_UNACK'],
+      ['WARNING', 'CLEARED_UNACK'],
+    ]);
+  });
+
+  it('a zone without capacity never raises a capacity alarm; removing a capacity clears its alarm', async () => {
+    const none = await site.zone(null, 'Open air');
+    await sendOccupancy(stack, [occupancy(site, none, 500), occupancy(site, none, 5000)]);
+    const zoneId = await site.zone(10, 'Shrinking');
+    await sendOccupancy(stack, [occupancy(site, zoneId, 12)]);
+    await drained(stack);
+    expect(await allCount(none)).toBe(0);
+    expect(await activeCount(zoneId)).toBe(1);
+    const put = await request(`${stack.api.url}/api/venues/${site.venueId}/zones/${zoneId}`, { key: site.op.key, method: 'PUT', json: { capacity: null } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    await sendOccupancy(stack, [occupancy(site, zoneId, 13)]);
+    await drained(stack);
+    expect(await activeCount(zoneId)).toBe(0);
+    expect(await allCount(zoneId)).toBe(1);
+  });
+});
+
+describe('connector health alarms', () => {
+  it('a connector going offline raises an alarm on the integration, degraded changes its severity, and its recovery clears it', async () => {
+    const integrationId = await site.integration();
+    const lastEventAt = Date.now() - 6 * 60_000;
+    await sendHealth(stack, [health(site, integrationId, 'offline', 'healthy', lastEventAt)]);
+    await drained(stack);
+    let [alarm] = (await alarmsOf(stack, site)).filter((a) => a.integrationId === integrationId);
+    expect(alarm).toMatchObject({ zoneId: null, integrationId, type: 'connector_unhealthy', severity: 'MAJOR', status: 'ACTIVE_UNACK' });
+    expect(alarm.details).toMatchObject({ status: 'offline', connectorType: 'meraki', lastEventAt: new Date(lastEventAt).toISOString() });
+    expect(alarm.message).toContain('offline');
+
+    await sendHealth(stack, [health(site, integrationId, 'degraded', 'offline', Date.now())]);
+    await drained(stack);
+    [alarm] = (await alarmsOf(stack, site)).filter((a) => a.integrationId === integrationId);
+    expect(alarm).toMatchObject({ severity: 'MINOR', status: 'ACTIVE_UNACK' });
+
+    await sendHealth(stack, [health(site, integrationId, 'healthy', 'degraded', Date.now())]);
+    await drained(stack);
+    const alarms = (await alarmsOf(stack, site)).filter((a) => a.integrationId === integrationId);
+    expect(alarms).toHaveLength(1);
+    expect(alarms[0]).toMatchObject({ id: alarm.id, status: 'CLEARED_UNACK' });
+    const kinds = await until('the connector alarm events', async () => {
+      const k = stack.tap.of(alarm.id).map((e) => e.kind);
+      return k.length >= 3 ? k : undefined;
+    });
+    expect(kinds).toEqual(['created', 'severity_changed', 'cleared']);
+  });
+
+  it('a health change of another venue, or an undecodable message, raises nothing and does not stop the consumer', async () => {
+    const other = await newSite(stack.api);
+    const theirs = await other.integration();
+    const integrationId = await site.integration();
+    // Claims the other operator's integration for this venue: refused by the rule.
+    const forged = { ...health(site, theirs, 'offline', null, null) };
+    const topic = `${stack.cfg.KAFKA_TOPIC_PREFIX}.connector-health.v1`;
+    await stack.producers[0]!.send({ topic, messages: [{ key: site.venueId, value: Buffer.from('{"not":"a health change"}') }] });
+    await sendHealth(stack, [forged, health(site, integrationId, 'offline', null, null)]);
+    await drained(stack);
+    expect(await allCount(theirs)).toBe(0);
+    expect(await allCount(integrationId)).toBe(1);
+  });
+});
