@@ -42,7 +42,10 @@ export interface RunningAlarmRules {
   stop(): Promise<void>;
 }
 
-async function ensureTopics(kafka: Kafka, topics: string[], partitions: number): Promise<void> {
+/** Creates the rules' input topics and the alarms topic when missing. */
+export async function ensureAlarmTopics(kafka: Kafka, prefix: string, partitions: number): Promise<void> {
+  const derived = derivedTopicNames(prefix);
+  const topics = [derived.occupancy, derived.connectorHealth, alarmTopicName(prefix)];
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -63,7 +66,7 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
   const bus: AlarmEventBus = { publisher: opts.publisher, topic: alarmTopicName(opts.prefix), log };
   const commitIntervalMs = opts.commitIntervalMs ?? 1000;
   const relayAfterMs = opts.relayAfterMs ?? 10_000;
-  await ensureTopics(opts.kafka, [inputs.occupancy, inputs.health, bus.topic], opts.partitions);
+  await ensureAlarmTopics(opts.kafka, opts.prefix, opts.partitions);
 
   const publish = async (ids: number[]) => {
     try {
@@ -84,7 +87,7 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
   consumer.on(consumer.events.GROUP_JOIN, (e) => log.info({ assignment: e.payload.memberAssignment }, 'joined group'));
   consumer.on(consumer.events.CRASH, (e) => log.error({ err: e.payload.error, restart: e.payload.restart }, 'alarm-rule consumer crashed'));
 
-  let lastCommit = 0;
+  let lastCommit = Date.now();
   let stopping = false;
   let inHand: Promise<void> = Promise.resolve();
   /** Next offset to read per topic and partition, not yet committed. */

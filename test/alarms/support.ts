@@ -15,7 +15,7 @@ import {
   type ConnectorHealthChange,
   type OccupancyUpdate,
 } from '../../lib/events.js';
-import { runAlarmRules, type AlarmRulesOptions, type RunningAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
+import { ensureAlarmTopics, runAlarmRules, type AlarmRulesOptions, type RunningAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
@@ -46,7 +46,7 @@ export interface AlarmStack {
   close(): Promise<void>;
 }
 
-export async function openAlarmStack(producerCount = 4): Promise<AlarmStack> {
+export async function openAlarmStack(producerCount = 4, opts: { rules?: boolean } = {}): Promise<AlarmStack> {
   const prefix = `${testConfig().KAFKA_TOPIC_PREFIX}.al${randomUUID().slice(0, 6)}`;
   const cfg = testConfig({ KAFKA_TOPIC_PREFIX: prefix });
   const api = await startApi(cfg);
@@ -73,7 +73,8 @@ export async function openAlarmStack(producerCount = 4): Promise<AlarmStack> {
     },
   };
   // The rule consumer creates the input and alarm topics; the tap and producers need them.
-  await stack.startRules();
+  if (opts.rules ?? true) await stack.startRules();
+  else await ensureAlarmTopics(kafka, prefix, cfg.KAFKA_PARTITIONS);
   stack.tap = await AlarmTap.start(cfg);
   for (let i = 0; i < producerCount; i++) {
     const p = createProducer(kafka);
@@ -192,7 +193,7 @@ export async function alarmsOf(stack: AlarmStack, site: Site, query = ''): Promi
 }
 
 /** Waits until the rule consumer has applied every input sent so far (its committed offsets reach the end). */
-export async function drained(stack: AlarmStack): Promise<void> {
+export async function drained(stack: AlarmStack, groupId = stack.rules!.groupId): Promise<void> {
   const admin = stack.kafka.admin();
   await admin.connect();
   try {
@@ -200,7 +201,7 @@ export async function drained(stack: AlarmStack): Promise<void> {
     await until('the rule consumer to catch up', async () => {
       for (const topic of [topics.occupancy, topics.connectorHealth]) {
         const ends = await admin.fetchTopicOffsets(topic);
-        const [committed] = await admin.fetchOffsets({ groupId: stack.rules!.groupId, topics: [topic] });
+        const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
         for (const end of ends) {
           const at = committed!.partitions.find((p) => p.partition === end.partition);
           if (Number(end.offset) > 0 && Number(at?.offset ?? -1) < Number(end.offset)) return undefined;
