@@ -2,10 +2,12 @@ import type { AlarmSeverity, ConnectorHealthChange, OccupancyUpdate } from '../.
 import { transaction, type Db, type Queryable } from '../../postgres/client.js';
 import {
   clearRow,
+  deleteRuleState,
   integrationForRule,
   lockAlarm,
   lockDueRuleStates,
   lockRuleState,
+  orphanedAlarms,
   reviseActiveAlarm,
   ruleStateExists,
   saveRuleState,
@@ -224,6 +226,24 @@ export async function raiseDueAlarms(db: Db, limit = 100): Promise<number[]> {
         lastInput: s.last_input,
         lastOffset: s.last_offset,
       });
+    }
+    return ids;
+  });
+}
+
+/**
+ * Clears the active alarms of deleted zones, integrations and venues (no input will ever clear
+ * them), as a rule clear: ACTIVE_UNACK → CLEARED_UNACK, ACTIVE_ACK → CLEARED_ACK.
+ */
+export async function clearOrphanedAlarms(db: Db, limit = 100): Promise<number[]> {
+  return transaction(db, async (c) => {
+    const ids: number[] = [];
+    for (const orphan of await orphanedAlarms(c, limit)) {
+      // Locks in the order inputs take them (rule state, then alarm), so the two never deadlock.
+      await lockRuleState(c, orphan.source_id, orphan.type);
+      const row = await clearRow(c, orphan.id);
+      if (row) ids.push(await recordAlarmEvent(c, 'cleared', 'rule', row));
+      await deleteRuleState(c, orphan.source_id, orphan.type);
     }
     return ids;
   });

@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import { evaluateConnectorHealth, evaluateOccupancy, raiseDueAlarms } from '../../domain/alarms/evaluate.js';
+import { clearOrphanedAlarms, evaluateConnectorHealth, evaluateOccupancy, raiseDueAlarms } from '../../domain/alarms/evaluate.js';
 import { publishAlarmEvents, type AlarmEventBus } from '../../domain/alarms/events.js';
 import { DEFAULT_OCCUPANCY_RULE, type OccupancyRule } from '../../domain/alarms/rules.js';
 import { alarmTopicName, decodeConnectorHealthChange, decodeOccupancyUpdate, derivedTopicNames } from '../../lib/events.js';
@@ -12,8 +12,9 @@ import type { Db } from '../../postgres/client.js';
  * connector-health topics, both keyed by venue, so a venue's inputs are evaluated in order by one
  * member. The rules' state lives in Postgres (domain/alarms/evaluate.ts), written before offsets
  * are committed; after a crash the uncommitted inputs are read again and skipped by their offset.
- * A timer raises breaches whose minimum duration has passed and relays alarm events left in the
- * outbox (by a crash, or while Kafka was away, here or in the api).
+ * A timer raises breaches whose minimum duration has passed, clears the alarms of deleted zones,
+ * integrations and venues, and relays alarm events left in the outbox (by a crash, or while Kafka
+ * was away, here or in the api).
  */
 
 export interface AlarmRulesOptions {
@@ -157,8 +158,9 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
     }
     try {
       await publish(await raiseDueAlarms(opts.db));
+      await publish(await clearOrphanedAlarms(opts.db));
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'raising due alarms failed; retried at the next tick');
+      log.warn({ err: (err as Error).message }, 'raising due alarms or clearing those of deleted sources failed; retried at the next tick');
     }
     try {
       await publishAlarmEvents(opts.db, bus, null, relayAfterMs);

@@ -254,3 +254,22 @@ export async function lockOutbox(db: Queryable, ids: number[] | null, olderThanM
 export async function deleteOutbox(db: Queryable, ids: number[]): Promise<void> {
   await exec(db, sql`DELETE FROM alarm_outbox WHERE id = ANY(${ids}::bigint[])`);
 }
+
+/** Active alarms whose zone, integration or venue was deleted or deactivated. */
+export async function orphanedAlarms(db: Queryable, limit: number): Promise<Array<{ id: string; source_id: string; type: string }>> {
+  return rows(
+    db,
+    sql`SELECT a.id, a.source_id, a.type FROM alarms a
+          JOIN venues v ON v.id = a.venue_id
+          LEFT JOIN zones z ON z.id = a.zone_id
+          LEFT JOIN integrations i ON i.id = a.integration_id
+         WHERE a.cleared_at IS NULL
+           AND (NOT v.is_active OR NOT coalesce(z.is_active, true) OR NOT coalesce(i.is_active AND i.deleted_at IS NULL, true))
+         LIMIT ${limit}`,
+  );
+}
+
+/** Forgets a rule's episode and pending breach (its source is gone). */
+export async function deleteRuleState(db: Queryable, sourceId: string, type: string): Promise<void> {
+  await exec(db, sql`DELETE FROM alarm_rule_state WHERE source_id = ${sourceId} AND type = ${type}`);
+}

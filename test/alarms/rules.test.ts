@@ -190,6 +190,32 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
   });
 });
 
+describe('alarms of deleted sources', () => {
+  it('deleting a zone or an integration clears its active alarm (an acknowledged one to CLEARED_ACK), without waiting for an input', async () => {
+    const zoneId = await site.zone(10, 'Closing');
+    const integrationId = await site.integration();
+    await sendOccupancy(stack, [occupancy(site, zoneId, 10)]);
+    await sendHealth(stack, [health(site, integrationId, 'offline', 'healthy', null)]);
+    await drained(stack);
+    const mine = async () => (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId || a.integrationId === integrationId);
+    const [zoneAlarm, connectorAlarm] = [(await mine()).find((a) => a.zoneId === zoneId), (await mine()).find((a) => a.integrationId === integrationId)];
+    expect(await request(`${stack.api.url}/api/alarms/${connectorAlarm.id}/ack`, { key: site.op.key, method: 'POST' })).toMatchObject({ status: 200 });
+    for (const path of [`zones/${zoneId}`, `integrations/${integrationId}`]) {
+      const del = await request(`${stack.api.url}/api/venues/${site.venueId}/${path}`, { key: site.op.key, method: 'DELETE' });
+      expect(del.status, JSON.stringify(del.body)).toBe(200);
+    }
+    const after = await until('both alarms cleared', async () => {
+      const a = await mine();
+      return a.every((x) => x.clearedAt !== null) ? a : undefined;
+    });
+    expect(after.find((a) => a.id === zoneAlarm.id)).toMatchObject({ status: 'CLEARED_UNACK' });
+    expect(after.find((a) => a.id === connectorAlarm.id)).toMatchObject({ status: 'CLEARED_ACK' });
+    await until('the cleared events', async () =>
+      stack.tap.of(zoneAlarm.id).some((e) => e.kind === 'cleared') && stack.tap.of(connectorAlarm.id).some((e) => e.kind === 'cleared') ? true : undefined,
+    );
+  });
+});
+
 describe('connector health alarms', () => {
   it('a connector going offline raises an alarm on the integration, degraded changes its severity, and its recovery clears it', async () => {
     const integrationId = await site.integration();
