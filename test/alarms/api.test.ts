@@ -8,6 +8,9 @@ import { OPERATIONS } from '../../apps/api/operations/index.js';
 import type { BearerContext } from '../../apps/api/operations/operation.js';
 import { AppError } from '../../lib/errors.js';
 import { request } from '../support/http.js';
+import { recordAlarmEvent } from '../../domain/alarms/events.js';
+import { lockAlarm } from '../../postgres/queries/alarms.js';
+import { one, sql, transaction } from '../../postgres/client.js';
 import { alarmsOf, newSite, occupancy, openAlarmStack, until, type AlarmStack, type Site } from './support.js';
 
 let stack: AlarmStack;
@@ -206,5 +209,19 @@ describe('tenant isolation', () => {
     }
     const [alarm] = (await alarmsOf(stack, other)).filter((a) => a.id === theirs);
     expect(alarm).toMatchObject({ status: 'ACTIVE_UNACK', acknowledgedAt: null, clearedAt: null });
+  });
+});
+
+describe('alarm events left in the outbox', () => {
+  it('are relayed to the alarms topic by the rule consumer and removed from the outbox', async () => {
+    const id = await raised(site);
+    const db = stack.api.services.db;
+    // A change whose writer died before publishing: its event is only in the outbox.
+    const outboxId = await transaction(db, async (c) => recordAlarmEvent(c, 'acknowledged', 'operator', (await lockAlarm(c, id))!));
+    const event = await until('the relayed event', async () => stack.tap.of(id).find((e) => e.kind === 'acknowledged'));
+    expect(event).toMatchObject({ cause: 'operator', alarm: { id } });
+    await until('the outbox row removed', async () =>
+      (await one(db, sql`SELECT 1 FROM alarm_outbox WHERE id = ${outboxId}`)) === undefined ? true : undefined,
+    );
   });
 });

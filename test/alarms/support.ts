@@ -61,7 +61,7 @@ export async function openAlarmStack(producerCount = 4, opts: { rules?: boolean 
     producers: [],
     tap: undefined as unknown as AlarmTap,
     async startRules(opts = {}) {
-      stack.rules = await runAlarmRules({ kafka, db: api.services.db, log, publisher, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300, commitIntervalMs: 0, ...opts });
+      stack.rules = await runAlarmRules({ kafka, db: api.services.db, log, publisher, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300, commitIntervalMs: 0, relayAfterMs: 1_000, ...opts });
       return stack.rules;
     },
     async close() {
