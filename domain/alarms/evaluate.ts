@@ -23,8 +23,10 @@ import {
   CONNECTOR_HEALTH_TYPE,
   decide,
   occupancySeverity,
+  ruleOf,
   ZONE_OCCUPANCY_TYPE,
   type OccupancyRule,
+  type OccupancySettings,
 } from './rules.js';
 
 /**
@@ -129,11 +131,14 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
  * An occupancy update of a zone. The capacity is the zone's current one in Postgres (a zone edited
  * since the update was made counts with its new capacity); a zone without a capacity, deleted, or
  * of a deleted venue raises nothing and clears what it had. Venue-wide updates carry no capacity.
+ * The thresholds are the venue's own when it set them, else `defaultRule`.
  */
-export async function evaluateOccupancy(db: Db, rule: OccupancyRule, u: OccupancyUpdate, at: InputPosition | null): Promise<number[]> {
+export async function evaluateOccupancy(db: Db, defaultRule: OccupancyRule, u: OccupancyUpdate, at: InputPosition | null): Promise<number[]> {
   if (!u.zoneId) return [];
   const zone = await zoneForRule(db, u.zoneId);
   if (!zone || zone.venue_id !== u.venueId) return [];
+  // The venue's override, checked when it was set (domain/alarms/rule-settings.ts).
+  const rule = zone.rule ? ruleOf(zone.rule as OccupancySettings) : defaultRule;
   const capacity = zone.is_active && zone.venue_active && zone.capacity ? zone.capacity : null;
   const percent = capacity ? (u.value / capacity) * 100 : null;
   return applyInput(

@@ -31,6 +31,49 @@ export const DEFAULT_OCCUPANCY_RULE: OccupancyRule = {
   minDurationMs: 0,
 };
 
+/** A venue's occupancy rule as operators set it (GET/PUT /api/venues/{id}/alarm-rules). */
+export interface OccupancySettings {
+  warning_percent: number;
+  major_percent: number;
+  critical_percent: number;
+  hysteresis_points: number;
+  min_duration_seconds: number;
+}
+
+export function settingsOf(rule: OccupancyRule): OccupancySettings {
+  const at = (severity: AlarmSeverity) => rule.levels.find((l) => l.severity === severity)!.percent;
+  return {
+    warning_percent: at('WARNING'),
+    major_percent: at('MAJOR'),
+    critical_percent: at('CRITICAL'),
+    hysteresis_points: rule.hysteresis,
+    min_duration_seconds: rule.minDurationMs / 1000,
+  };
+}
+
+export function ruleOf(s: OccupancySettings): OccupancyRule {
+  return {
+    levels: [
+      { severity: 'WARNING', percent: s.warning_percent },
+      { severity: 'MAJOR', percent: s.major_percent },
+      { severity: 'CRITICAL', percent: s.critical_percent },
+    ],
+    hysteresis: s.hysteresis_points,
+    minDurationMs: s.min_duration_seconds * 1000,
+  };
+}
+
+/** What is wrong with a set of settings, field by field (empty: valid). */
+export function settingsProblems(s: OccupancySettings): Array<{ field: string; message: string }> {
+  const problems: Array<{ field: string; message: string }> = [];
+  if (s.major_percent <= s.warning_percent) problems.push({ field: 'zone_occupancy.major_percent', message: `must be above warning_percent (${s.warning_percent})` });
+  if (s.critical_percent <= s.major_percent) problems.push({ field: 'zone_occupancy.critical_percent', message: `must be above major_percent (${s.major_percent})` });
+  if (s.hysteresis_points >= s.warning_percent) {
+    problems.push({ field: 'zone_occupancy.hysteresis_points', message: `must be below warning_percent (${s.warning_percent}), or the alarm could never clear` });
+  }
+  return problems;
+}
+
 export interface OccupancyVerdict {
   severity: AlarmSeverity | null;
   /** The threshold of that severity, percent of capacity. */

@@ -53,3 +53,10 @@ CREATE TABLE alarm_outbox (
   event       jsonb NOT NULL,
   created_at  timestamptz NOT NULL DEFAULT now()
 );
+
+-- Per-venue overrides of the zone occupancy rule (absent: the defaults of docs/alarms.md).
+CREATE TABLE alarm_rules (
+  venue_id    uuid PRIMARY KEY REFERENCES venues (id),
+  occupancy   jsonb NOT NULL,
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);

@@ -196,6 +196,8 @@ export async function lockDueRuleStates(db: Queryable, limit: number): Promise<R
 
 export interface ZoneForRule {
   id: string;
+  /** The venue's override of the occupancy rule, when it has one. */
+  rule: unknown;
   name: string;
   capacity: number | null;
   is_active: boolean;
@@ -207,8 +209,9 @@ export interface ZoneForRule {
 export async function zoneForRule(db: Queryable, zoneId: string): Promise<ZoneForRule | undefined> {
   return one<ZoneForRule>(
     db,
-    sql`SELECT z.id, z.name, z.capacity, z.is_active, z.venue_id, v.is_active AS venue_active, v.operator_id
-          FROM zones z JOIN venues v ON v.id = z.venue_id WHERE z.id = ${zoneId}`,
+    sql`SELECT z.id, z.name, z.capacity, z.is_active, z.venue_id, v.is_active AS venue_active, v.operator_id, r.occupancy AS rule
+          FROM zones z JOIN venues v ON v.id = z.venue_id LEFT JOIN alarm_rules r ON r.venue_id = z.venue_id
+         WHERE z.id = ${zoneId}`,
   );
 }
 
@@ -272,4 +275,23 @@ export async function orphanedAlarms(db: Queryable, limit: number): Promise<Arra
 /** Forgets a rule's episode and pending breach (its source is gone). */
 export async function deleteRuleState(db: Queryable, sourceId: string, type: string): Promise<void> {
   await exec(db, sql`DELETE FROM alarm_rule_state WHERE source_id = ${sourceId} AND type = ${type}`);
+}
+
+/* Per-venue rule overrides */
+
+export async function venueAlarmRule(db: Queryable, venueId: string): Promise<{ occupancy: unknown; updated_at: Date } | undefined> {
+  return one(db, sql`SELECT occupancy, updated_at FROM alarm_rules WHERE venue_id = ${venueId}`);
+}
+
+export async function upsertVenueAlarmRule(db: Queryable, venueId: string, occupancy: unknown): Promise<{ updated_at: Date }> {
+  return (await one<{ updated_at: Date }>(
+    db,
+    sql`INSERT INTO alarm_rules (venue_id, occupancy) VALUES (${venueId}, ${JSON.stringify(occupancy)}::jsonb)
+        ON CONFLICT (venue_id) DO UPDATE SET occupancy = EXCLUDED.occupancy, updated_at = now()
+        RETURNING updated_at`,
+  ))!;
+}
+
+export async function deleteVenueAlarmRule(db: Queryable, venueId: string): Promise<void> {
+  await exec(db, sql`DELETE FROM alarm_rules WHERE venue_id = ${venueId}`);
 }

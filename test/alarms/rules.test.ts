@@ -258,3 +258,107 @@ describe('connector health alarms', () => {
     expect(await allCount(integrationId)).toBe(1);
   });
 });
+
+describe('per-venue alarm rules (GET/PUT/DELETE /api/venues/{id}/alarm-rules)', () => {
+  const rulesUrl = (s: Site) => `${stack.api.url}/api/venues/${s.venueId}/alarm-rules`;
+
+  it('a venue starts on the defaults; its own thresholds apply from the next update; a reset brings the defaults back', async () => {
+    const s = await newSite(stack.api);
+    const initial = await request(rulesUrl(s), { key: s.op.key });
+    expect(initial.body).toEqual({
+      venue_id: s.venueId,
+      zone_occupancy: { warning_percent: 80, major_percent: 90, critical_percent: 100, hysteresis_points: 5, min_duration_seconds: 0 },
+      is_default: true,
+      updated_at: null,
+    });
+    const put = await request(rulesUrl(s), { key: s.op.key, method: 'PUT', json: { zone_occupancy: { warning_percent: 50, major_percent: 60 } } });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body).toMatchObject({ zone_occupancy: { warning_percent: 50, major_percent: 60, critical_percent: 100, hysteresis_points: 5 }, is_default: false });
+    expect((await request(rulesUrl(s), { key: s.op.key })).body).toEqual(put.body);
+
+    const zoneId = await s.zone(100);
+    await sendOccupancy(stack, [occupancy(s, zoneId, 55)]);
+    await drained(stack);
+    let [alarm] = (await alarmsOf(stack, s)).filter((a) => a.zoneId === zoneId);
+    expect(alarm).toMatchObject({ severity: 'WARNING', status: 'ACTIVE_UNACK', details: { threshold: 50, clearBelow: 45 } });
+    await sendOccupancy(stack, [occupancy(s, zoneId, 61)]);
+    await drained(stack);
+    [alarm] = (await alarmsOf(stack, s)).filter((a) => a.zoneId === zoneId);
+    expect(alarm.severity).toBe('MAJOR');
+
+    const reset = await request(rulesUrl(s), { key: s.op.key, method: 'DELETE' });
+    expect(reset.body).toMatchObject({ is_default: true, zone_occupancy: { warning_percent: 80 } });
+    await sendOccupancy(stack, [occupancy(s, zoneId, 61)]);
+    await drained(stack);
+    [alarm] = (await alarmsOf(stack, s)).filter((a) => a.zoneId === zoneId);
+    expect(alarm.status).toBe('CLEARED_UNACK');
+  });
+
+  it('a minimum duration holds a breach back: raised by a later update past it, or by the timer when no update comes', async () => {
+    const s = await newSite(stack.api);
+    const put = await request(rulesUrl(s), { key: s.op.key, method: 'PUT', json: { zone_occupancy: { min_duration_seconds: 2 } } });
+    expect(put.status).toBe(200);
+    const [brief, held, quiet] = [await s.zone(10, 'Brief'), await s.zone(10, 'Held'), await s.zone(10, 'Quiet')];
+    const t0 = Date.now() - 60_000;
+    await sendOccupancy(stack, [
+      // Over for 1 s, then below the clear line: never raised.
+      { ...occupancy(s, brief, 9), ts: t0 },
+      { ...occupancy(s, brief, 7), ts: t0 + 1_000 },
+      { ...occupancy(s, brief, 9), ts: t0 + 2_500 },
+      { ...occupancy(s, brief, 5), ts: t0 + 3_000 },
+      // Over, and still over 2 s later: raised by that update.
+      { ...occupancy(s, held, 9), ts: t0 },
+      { ...occupancy(s, held, 10), ts: t0 + 2_000 },
+    ]);
+    const sentAt = Date.now();
+    await sendOccupancy(stack, [occupancy(s, quiet, 10)]);
+    await drained(stack);
+    const bySource = async () => {
+      const all = await alarmsOf(stack, s);
+      return { brief: all.filter((a) => a.zoneId === brief), held: all.filter((a) => a.zoneId === held), quiet: all.filter((a) => a.zoneId === quiet) };
+    };
+    let now = await bySource();
+    expect(now.brief).toEqual([]);
+    expect(now.held.map((a) => a.severity)).toEqual(['CRITICAL']);
+    if (Date.now() - sentAt < 1_500) expect(now.quiet).toEqual([]);
+    await until('the quiet zone raised by the timer', async () => ((await bySource()).quiet.length === 1 ? true : undefined));
+    expect(Date.now() - sentAt).toBeGreaterThanOrEqual(1_900);
+    now = await bySource();
+    expect(now.quiet.map((a) => [a.severity, a.status])).toEqual([['CRITICAL', 'ACTIVE_UNACK']]);
+    expect(now.brief).toEqual([]);
+  });
+
+  it('refuses rules that could not work, naming the field, and keeps the previous ones', async () => {
+    const s = await newSite(stack.api);
+    const cases: Array<[unknown, string]> = [
+      [{ zone_occupancy: { major_percent: 70 } }, 'zone_occupancy.major_percent'],
+      [{ zone_occupancy: { critical_percent: 90 } }, 'zone_occupancy.critical_percent'],
+      [{ zone_occupancy: { hysteresis_points: 80 } }, 'zone_occupancy.hysteresis_points'],
+      [{ zone_occupancy: { warning_percent: 0 } }, 'zone_occupancy.warning_percent'],
+      [{ zone_occupancy: { min_duration_seconds: 1.5 } }, 'zone_occupancy.min_duration_seconds'],
+      [{ zone_occupancy: { colour: 'red' } }, 'zone_occupancy'],
+      [{ zone_occupancy: {} }, 'zone_occupancy'],
+      [{}, 'zone_occupancy'],
+    ];
+    for (const [json, field] of cases) {
+      const res = await request(rulesUrl(s), { key: s.op.key, method: 'PUT', json });
+      expect(res.status, JSON.stringify(json)).toBe(400);
+      expect(res.body.code).toBe('VALIDATION_ERROR');
+      expect(res.body.details.map((d: { field: string }) => d.field).join(' '), JSON.stringify(json)).toContain(field);
+    }
+    expect((await request(rulesUrl(s), { key: s.op.key })).body.is_default).toBe(true);
+  });
+
+  it("another operator's venue is a 403 and an unknown venue a 404, for reading, changing and resetting", async () => {
+    const theirs = await newSite(stack.api);
+    const before = await request(rulesUrl(theirs), { key: theirs.op.key, method: 'PUT', json: { zone_occupancy: { warning_percent: 70 } } });
+    expect(before.status).toBe(200);
+    const unknown = { ...theirs, venueId: '00000000-0000-4000-8000-000000000000' };
+    for (const [method, json] of [['GET', undefined], ['PUT', { zone_occupancy: { warning_percent: 10 } }], ['DELETE', undefined]] as const) {
+      const res = await request(rulesUrl(theirs), { key: site.op.key, method, json });
+      expect(res.status, method).toBe(403);
+      expect((await request(rulesUrl(unknown), { key: site.op.key, method, json })).status, method).toBe(404);
+    }
+    expect((await request(rulesUrl(theirs), { key: theirs.op.key })).body).toEqual(before.body);
+  });
+});

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { acknowledgeAlarm, clearAlarm, listAlarms } from '../../../domain/alarms/alarms.js';
 import type { AlarmEventBus } from '../../../domain/alarms/events.js';
+import { getVenueAlarmRules, resetVenueAlarmRules, setVenueAlarmRules } from '../../../domain/alarms/rule-settings.js';
 import { ALARM_SEVERITIES, ALARM_STATUSES, alarmSchema, alarmTopicName } from '../../../lib/events.js';
 import { operation, type BearerContext } from './operation.js';
-import { pageQuery, timestamp, uuid } from './schemas.js';
+import { pageQuery, timestamp, uuid, VENUE_ERRORS, venueParams } from './schemas.js';
 
 const alarmParams = z.object({ id: uuid() });
 
@@ -14,6 +15,21 @@ const listQuery = pageQuery.extend({
 });
 
 const alarmList = z.object({ alarms: z.array(alarmSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() });
+
+const percent = (what: string) => z.number().gt(0).max(1000).describe(`${what}, percent of the zone's capacity`);
+const occupancySettings = z.strictObject({
+  warning_percent: percent('WARNING from'),
+  major_percent: percent('MAJOR from'),
+  critical_percent: percent('CRITICAL from'),
+  hysteresis_points: z.number().min(0).max(100).describe('percentage points below a threshold the value must fall to leave that level'),
+  min_duration_seconds: z.number().int().min(0).max(3600).describe('how long a breach must last before an alarm is raised (0: at once)'),
+});
+const alarmRules = z.object({ venue_id: z.uuid(), zone_occupancy: occupancySettings, is_default: z.boolean(), updated_at: timestamp.nullable() });
+const alarmRulesBody = z.strictObject({
+  zone_occupancy: occupancySettings
+    .partial()
+    .refine((o) => Object.values(o).some((v) => v !== undefined), 'send at least one setting'),
+});
 
 const busOf = ({ deps, log }: BearerContext): AlarmEventBus => ({
   publisher: deps.services.publisher,
@@ -70,5 +86,48 @@ export const alarmOperations = [
     },
     errors: [400, 401, 403, 404, 409, 429],
     handler: ({ params }, ctx) => clearAlarm(ctx.deps.services.db, busOf(ctx), ctx.operator.id, params.id),
+  }),
+  operation({
+    id: 'getVenueAlarmRules',
+    method: 'get',
+    path: '/api/venues/{id}/alarm-rules',
+    summary: "The venue's zone occupancy alarm thresholds, hysteresis and minimum duration (the defaults unless it set its own)",
+    tag: 'Alarms',
+    auth: 'bearer',
+    params: venueParams,
+    response: { status: 200, description: 'The rules in force for the venue', schema: alarmRules },
+    errors: VENUE_ERRORS,
+    tool: {
+      name: 'get_alarm_rules',
+      description:
+        "The zone occupancy alarm rule of one venue: the percentages of a zone's capacity at which a WARNING, MAJOR and CRITICAL alarm is raised, the hysteresis in percentage points (a level is left only that far below its threshold; the alarm clears below warning_percent minus it), and the minimum duration in seconds a breach must last before an alarm is raised. is_default tells whether the venue uses the platform defaults.",
+      rename: { id: 'venue_id' },
+    },
+    handler: ({ params }, { deps, operator }) => getVenueAlarmRules(deps.services.db, operator.id, params.id),
+  }),
+  operation({
+    id: 'setVenueAlarmRules',
+    method: 'put',
+    path: '/api/venues/{id}/alarm-rules',
+    summary: 'Change any subset of the venue\'s occupancy rule; warning < major < critical and hysteresis < warning, else a 400. Applies from the next occupancy update',
+    tag: 'Alarms',
+    auth: 'bearer',
+    params: venueParams,
+    body: alarmRulesBody,
+    response: { status: 200, description: 'The rules now in force', schema: alarmRules },
+    errors: VENUE_ERRORS,
+    handler: ({ params, body }, { deps, operator }) => setVenueAlarmRules(deps.services.db, operator.id, params.id, body),
+  }),
+  operation({
+    id: 'resetVenueAlarmRules',
+    method: 'delete',
+    path: '/api/venues/{id}/alarm-rules',
+    summary: 'Back to the default occupancy rule',
+    tag: 'Alarms',
+    auth: 'bearer',
+    params: venueParams,
+    response: { status: 200, description: 'The defaults, now in force', schema: alarmRules },
+    errors: VENUE_ERRORS,
+    handler: ({ params }, { deps, operator }) => resetVenueAlarmRules(deps.services.db, operator.id, params.id),
   }),
 ];
