@@ -43,6 +43,9 @@ export interface RunningAlarmRules {
   stop(): Promise<void>;
 }
 
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the same input fails every time. */
+const isDataError = (err: unknown): boolean => /^2[23]/.test(String((err as { code?: unknown })?.code ?? ''));
+
 /** Creates the rules' input topics and the alarms topic when missing. */
 export async function ensureAlarmTopics(kafka: Kafka, prefix: string, partitions: number): Promise<void> {
   const derived = derivedTopicNames(prefix);
@@ -127,12 +130,17 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
           if (change) ids.push(...(await evaluateConnectorHealth(opts.db, change, at)));
         }
       } catch (err) {
-        // Postgres away or failing: keep what is done, read this input again in a second.
-        log.warn({ input, offset: m.offset, err: (err as Error).message }, 'alarm rule evaluation failed; retrying the input');
-        const resume = payload.pause();
-        consumer.seek({ topic: batch.topic, partition: batch.partition, offset: m.offset });
-        setTimeout(resume, 1000).unref();
-        break;
+        if (isDataError(err)) {
+          // This input can never be applied (Postgres refuses its data): retrying would block the partition.
+          log.error({ input, offset: m.offset, err: (err as Error).message }, 'alarm rule input refused by Postgres; skipped');
+        } else {
+          // Postgres away or failing: keep what is done, read this input again in a second.
+          log.warn({ input, offset: m.offset, err: (err as Error).message }, 'alarm rule evaluation failed; retrying the input');
+          const resume = payload.pause();
+          consumer.seek({ topic: batch.topic, partition: batch.partition, offset: m.offset });
+          setTimeout(resume, 1000).unref();
+          break;
+        }
       }
       payload.resolveOffset(m.offset);
       uncommitted.set(input, { topic: batch.topic, partition: batch.partition, offset: (BigInt(m.offset) + 1n).toString() });

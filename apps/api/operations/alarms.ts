@@ -51,7 +51,7 @@ export const alarmOperations = [
     tool: {
       name: 'list_alarms',
       description:
-        "Lists the caller's alarms, newest first. An alarm is raised by a rule: type zone_occupancy_high (a zone's live occupancy at WARNING >= 80%, MAJOR >= 90%, CRITICAL >= 100% of its capacity; it clears below 75%) or connector_unhealthy (an integration degraded: MINOR, offline: MAJOR; it clears when healthy). status is ACTIVE_UNACK, ACTIVE_ACK (condition still on), CLEARED_UNACK or CLEARED_ACK (condition over); details holds the figures (current people, capacity, percent, threshold; or the connector's status and lastEventAt). Filters: status, severity (CRITICAL, MAJOR, MINOR, WARNING), venue_id; paging: limit 1-200 (default 50), offset. Times are UTC ISO 8601.",
+        "Lists the caller's alarms, newest first. An alarm is raised by a rule: type zone_occupancy_high (a zone's live occupancy against its capacity: by default WARNING >= 80%, MAJOR >= 90%, CRITICAL >= 100%, clearing below 75%; a venue's own thresholds: get_alarm_rules) or connector_unhealthy (an integration degraded: MINOR, offline: MAJOR; it clears when healthy). status is ACTIVE_UNACK, ACTIVE_ACK (condition still on), CLEARED_UNACK or CLEARED_ACK (condition over); details holds the figures (current people, capacity, percent, threshold; or the connector's status and lastEventAt). Filters: status, severity (CRITICAL, MAJOR, MINOR, WARNING), venue_id; paging: limit 1-200 (default 50), offset. Times are UTC ISO 8601.",
     },
     handler: ({ query }, { deps, operator }) => listAlarms(deps.services.db, operator.id, query),
   }),
