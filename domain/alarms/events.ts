@@ -3,7 +3,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { Publisher } from '../../lib/kafka.js';
 import { encodeAlarmEvent, type AlarmEvent, type AlarmEventKind, type AlarmSeverity, type AlarmStatus, type AlarmView } from '../../lib/events.js';
 import { transaction, type Db, type Queryable } from '../../postgres/client.js';
-import { deleteOutbox, insertOutbox, lockOutbox, type AlarmRow } from '../../postgres/queries/alarms.js';
+import { deleteOutbox, insertOutbox, lockOldOutbox, outboxRows, type AlarmRow, type OutboxRow } from '../../postgres/queries/alarms.js';
 
 /** Where alarm events go: the alarms topic (lib/events.ts), through a publisher that waits for acks. */
 export interface AlarmEventBus {
@@ -53,23 +53,36 @@ export async function recordAlarmEvent(
 
 const BATCH = 500;
 
+const toMessages = (batch: OutboxRow[]) => batch.map((r) => ({ key: r.venue_id, value: encodeAlarmEvent(r.event as AlarmEvent) }));
+
 /**
- * Publishes outbox rows (the given ids, or with ids null every row older than `olderThanMs`),
- * oldest first, keyed by venue, and deletes them once Kafka acknowledged them. Rows are locked
- * meanwhile, so two publishers never send the same row at once; a crash between the ack and the
- * delete sends it again (at least once; events carry their id).
+ * Publishes the events just recorded (outbox ids), keyed by venue, and deletes them once Kafka
+ * acknowledged them. No row lock or transaction is held while Kafka answers (a slow broker must
+ * not hold Postgres connections); the relay leaves rows this young alone.
  */
-export async function publishAlarmEvents(db: Db, bus: AlarmEventBus, ids: number[] | null, olderThanMs = 0): Promise<number> {
-  if (ids !== null && ids.length === 0) return 0;
+export async function publishAlarmEvents(db: Db, bus: AlarmEventBus, ids: number[]): Promise<void> {
+  if (ids.length === 0) return;
+  const batch = await outboxRows(db, ids);
+  if (batch.length === 0) return;
+  await bus.publisher.publish(bus.topic, toMessages(batch));
+  await deleteOutbox(
+    db,
+    batch.map((r) => r.id),
+  );
+}
+
+/**
+ * Relays the outbox rows older than `olderThanMs` (their writer crashed, or Kafka was away),
+ * oldest first. Rows are locked meanwhile, so two relays never send the same row; a crash between
+ * the ack and the delete sends it again (at least once: events carry their id).
+ */
+export async function relayAlarmEvents(db: Db, bus: AlarmEventBus, olderThanMs: number): Promise<number> {
   let sent = 0;
   for (;;) {
     const n = await transaction(db, async (c) => {
-      const batch = await lockOutbox(c, ids, olderThanMs, BATCH);
+      const batch = await lockOldOutbox(c, olderThanMs, BATCH);
       if (batch.length === 0) return 0;
-      await bus.publisher.publish(
-        bus.topic,
-        batch.map((r) => ({ key: r.venue_id, value: encodeAlarmEvent(r.event as AlarmEvent) })),
-      );
+      await bus.publisher.publish(bus.topic, toMessages(batch));
       await deleteOutbox(
         c,
         batch.map((r) => r.id),

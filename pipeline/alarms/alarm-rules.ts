@@ -1,6 +1,6 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { clearOrphanedAlarms, evaluateConnectorHealth, evaluateOccupancy, raiseDueAlarms } from '../../domain/alarms/evaluate.js';
-import { publishAlarmEvents, type AlarmEventBus } from '../../domain/alarms/events.js';
+import { publishAlarmEvents, relayAlarmEvents, type AlarmEventBus } from '../../domain/alarms/events.js';
 import { DEFAULT_OCCUPANCY_RULE, type OccupancyRule } from '../../domain/alarms/rules.js';
 import { alarmTopicName, decodeConnectorHealthChange, decodeOccupancyUpdate, derivedTopicNames } from '../../lib/events.js';
 import type { Publisher } from '../../lib/kafka.js';
@@ -171,7 +171,7 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
       log.warn({ err: (err as Error).message }, 'raising due alarms or clearing those of deleted sources failed; retried at the next tick');
     }
     try {
-      await publishAlarmEvents(opts.db, bus, null, relayAfterMs);
+      await relayAlarmEvents(opts.db, bus, relayAfterMs);
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'outbox relay failed; retried at the next tick');
     }

@@ -243,13 +243,16 @@ export interface OutboxRow {
   event: unknown;
 }
 
-/** Outbox rows by id, or (ids null) those older than `olderThanMs`, oldest first, locked; rows held elsewhere are skipped. */
-export async function lockOutbox(db: Queryable, ids: number[] | null, olderThanMs: number, limit: number): Promise<OutboxRow[]> {
+export async function outboxRows(db: Queryable, ids: number[]): Promise<OutboxRow[]> {
+  return rows<OutboxRow>(db, sql`SELECT id, venue_id, event FROM alarm_outbox WHERE id = ANY(${ids}::bigint[]) ORDER BY id`);
+}
+
+/** Outbox rows older than `olderThanMs`, oldest first, locked; rows another relay holds are skipped. */
+export async function lockOldOutbox(db: Queryable, olderThanMs: number, limit: number): Promise<OutboxRow[]> {
   return rows<OutboxRow>(
     db,
     sql`SELECT id, venue_id, event FROM alarm_outbox
-         WHERE (${ids}::bigint[] IS NOT NULL AND id = ANY(${ids}::bigint[]))
-            OR (${ids}::bigint[] IS NULL AND created_at <= now() - make_interval(secs => ${olderThanMs / 1000}))
+         WHERE created_at <= now() - make_interval(secs => ${olderThanMs / 1000})
          ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
   );
 }
