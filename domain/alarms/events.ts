@@ -57,18 +57,23 @@ const toMessages = (batch: OutboxRow[]) => batch.map((r) => ({ key: r.venue_id, 
 
 /**
  * Publishes the events just recorded (outbox ids), keyed by venue, and deletes them once Kafka
- * acknowledged them. No row lock or transaction is held while Kafka answers (a slow broker must
- * not hold Postgres connections); the relay leaves rows this young alone.
+ * acknowledged them. `hold`: the rows stay locked meanwhile, so the relay cannot send them too
+ * (the rule consumer, whose own connections these are). Without it no Postgres connection is held
+ * while Kafka answers (the api: a dead broker must not exhaust its pool); the relay leaves rows
+ * younger than its delay alone, which outlasts the publisher's deadline.
  */
-export async function publishAlarmEvents(db: Db, bus: AlarmEventBus, ids: number[]): Promise<void> {
+export async function publishAlarmEvents(db: Db, bus: AlarmEventBus, ids: number[], opts: { hold?: boolean } = {}): Promise<void> {
   if (ids.length === 0) return;
-  const batch = await outboxRows(db, ids);
-  if (batch.length === 0) return;
-  await bus.publisher.publish(bus.topic, toMessages(batch));
-  await deleteOutbox(
-    db,
-    batch.map((r) => r.id),
-  );
+  const send = async (q: Queryable, batch: OutboxRow[]) => {
+    if (batch.length === 0) return;
+    await bus.publisher.publish(bus.topic, toMessages(batch));
+    await deleteOutbox(
+      q,
+      batch.map((r) => r.id),
+    );
+  };
+  if (opts.hold) await transaction(db, async (c) => send(c, await outboxRows(c, ids, { lock: true })));
+  else await send(db, await outboxRows(db, ids));
 }
 
 /**

@@ -74,7 +74,7 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
 
   const publish = async (ids: number[]) => {
     try {
-      await publishAlarmEvents(opts.db, bus, ids);
+      await publishAlarmEvents(opts.db, bus, ids, { hold: true });
     } catch (err) {
       log.warn({ err: (err as Error).message, events: ids.length }, 'alarm events not published yet; the outbox relay sends them later');
     }
@@ -88,14 +88,18 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
     readUncommitted: false,
     retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
   });
-  consumer.on(consumer.events.GROUP_JOIN, (e) => log.info({ assignment: e.payload.memberAssignment }, 'joined group'));
-  consumer.on(consumer.events.CRASH, (e) => log.error({ err: e.payload.error, restart: e.payload.restart }, 'alarm-rule consumer crashed'));
-
   let lastCommit = Date.now();
   let stopping = false;
   let inHand: Promise<void> = Promise.resolve();
   /** Next offset to read per topic and partition, not yet committed. */
   const uncommitted = new Map<string, { topic: string; partition: number; offset: string }>();
+  consumer.on(consumer.events.GROUP_JOIN, (e) => {
+    const assignment = e.payload.memberAssignment as Record<string, number[]>;
+    // A partition now read by another member must not have its committed offset moved back by us.
+    for (const [key, o] of uncommitted) if (!assignment[o.topic]?.includes(o.partition)) uncommitted.delete(key);
+    log.info({ assignment }, 'joined group');
+  });
+  consumer.on(consumer.events.CRASH, (e) => log.error({ err: e.payload.error, restart: e.payload.restart }, 'alarm-rule consumer crashed'));
   const commit = async () => {
     const offsets = [...uncommitted.values()];
     if (offsets.length === 0) return;
@@ -144,12 +148,19 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
       }
       payload.resolveOffset(m.offset);
       uncommitted.set(input, { topic: batch.topic, partition: batch.partition, offset: (BigInt(m.offset) + 1n).toString() });
-      await payload.heartbeat();
+      try {
+        await payload.heartbeat();
+      } catch (err) {
+        // A rebalance: the rest of the batch is another member's now (or ours again, read anew).
+        log.info({ input, err: (err as Error).message }, 'batch left to the rebalance');
+        break;
+      }
     }
+    // Events first: a commit waiting out a rebalance must not leave them to the relay.
+    await publish(ids);
     if (Date.now() - lastCommit >= commitIntervalMs && !payload.isStale()) {
       await commit().catch((err: Error) => log.warn({ err: err.message }, 'offset commit failed; the inputs are read again and skipped'));
     }
-    await publish(ids);
   };
 
   await consumer.connect();

@@ -243,8 +243,10 @@ export interface OutboxRow {
   event: unknown;
 }
 
-export async function outboxRows(db: Queryable, ids: number[]): Promise<OutboxRow[]> {
-  return rows<OutboxRow>(db, sql`SELECT id, venue_id, event FROM alarm_outbox WHERE id = ANY(${ids}::bigint[]) ORDER BY id`);
+/** Outbox rows by id, oldest first; `lock`: locked, skipping rows another publisher holds. */
+export async function outboxRows(db: Queryable, ids: number[], opts: { lock?: boolean } = {}): Promise<OutboxRow[]> {
+  const stmt = sql`SELECT id, venue_id, event FROM alarm_outbox WHERE id = ANY(${ids}::bigint[]) ORDER BY id`;
+  return rows<OutboxRow>(db, opts.lock ? { text: `${stmt.text} FOR UPDATE SKIP LOCKED`, values: stmt.values } : stmt);
 }
 
 /** Outbox rows older than `olderThanMs`, oldest first, locked; rows another relay holds are skipped. */

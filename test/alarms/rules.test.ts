@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateOccupancy } from '../../domain/alarms/evaluate.js';
 import { DEFAULT_OCCUPANCY_RULE } from '../../domain/alarms/rules.js';
 import { one, sql } from '../../postgres/client.js';
+import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
 import { request } from '../support/http.js';
 import { alarmsOf, drained, health, newSite, occupancy, openAlarmStack, sendHealth, sendOccupancy, until, type AlarmStack, type Site } from './support.js';
 
@@ -57,6 +58,35 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
       expect(alarm.message).toContain('% of capacity');
       const events = await until('the created event', async () => (stack.tap.of(alarm.id).length > 0 ? stack.tap.of(alarm.id) : undefined));
       expect(events[0]).toMatchObject({ kind: 'created', cause: 'rule', operatorId: site.op.id, venueId: site.venueId });
+    }
+  });
+
+  it('with two members in the group sharing the partitions, concurrent producers still raise one alarm per zone', async () => {
+    const second = await runAlarmRules({
+      kafka: stack.kafka,
+      db: stack.api.services.db,
+      log: stack.api.services.log,
+      publisher: stack.publisher,
+      prefix: stack.cfg.KAFKA_TOPIC_PREFIX,
+      partitions: stack.cfg.KAFKA_PARTITIONS,
+      commitIntervalMs: 0,
+      tickMs: 300,
+    });
+    try {
+      const sites = [site, await newSite(stack.api), await newSite(stack.api)];
+      const zones = await Promise.all(sites.map(async (s) => ({ s, zoneId: await s.zone(10) })));
+      await Promise.all(
+        stack.producers.map((p, i) =>
+          Promise.all(zones.map(({ s, zoneId }) => sendOccupancy(stack, Array.from({ length: 10 }, (_, k) => occupancy(s, zoneId, 8 + ((k + i) % 5))), p))),
+        ),
+      );
+      await drained(stack);
+      for (const { zoneId } of zones) {
+        expect(await allCount(zoneId)).toBe(1);
+        expect(await activeCount(zoneId)).toBe(1);
+      }
+    } finally {
+      await second.stop();
     }
   });
 
