@@ -8,6 +8,7 @@ import { OPERATIONS } from '../../apps/api/operations/index.js';
 import type { BearerContext } from '../../apps/api/operations/operation.js';
 import { AppError } from '../../lib/errors.js';
 import { request } from '../support/http.js';
+import { startApi, testConfig } from '../support/env.js';
 import { recordAlarmEvent } from '../../domain/alarms/events.js';
 import { lockAlarm } from '../../postgres/queries/alarms.js';
 import { one, sql, transaction } from '../../postgres/client.js';
@@ -223,5 +224,23 @@ describe('alarm events left in the outbox', () => {
     await until('the outbox row removed', async () =>
       (await one(db, sql`SELECT 1 FROM alarm_outbox WHERE id = ${outboxId}`)) === undefined ? true : undefined,
     );
+  });
+});
+
+describe('acknowledging while the alarms topic cannot be written', () => {
+  it('still answers 200, and the relay delivers the event from the outbox later', async () => {
+    // An api whose alarms topic does not exist (and is never created automatically).
+    const lonely = await startApi(testConfig({ KAFKA_TOPIC_PREFIX: `${stack.cfg.KAFKA_TOPIC_PREFIX}.nowhere` }));
+    try {
+      const id = await raised(site);
+      const res = await request(`${lonely.url}/api/alarms/${id}/ack`, { key: site.op.key, method: 'POST' });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ id, status: 'ACTIVE_ACK' });
+      // The rule consumer's relay (this stack's) sends what the api could not.
+      const event = await until('the relayed acknowledgement', async () => stack.tap.of(id).find((e) => e.kind === 'acknowledged'));
+      expect(event).toMatchObject({ cause: 'operator', alarm: { id, status: 'ACTIVE_ACK' } });
+    } finally {
+      await lonely.close();
+    }
   });
 });
