@@ -132,10 +132,6 @@ export async function lockAlarm(db: Queryable, id: string): Promise<AlarmRow | u
   return one<AlarmRow>(db, withCols(sql`SELECT {cols} FROM alarms WHERE id = ${id} FOR UPDATE`));
 }
 
-export async function activeAlarmOf(db: Queryable, sourceId: string, type: string): Promise<AlarmRow | undefined> {
-  return one<AlarmRow>(db, withCols(sql`SELECT {cols} FROM alarms WHERE source_id = ${sourceId} AND type = ${type} AND cleared_at IS NULL`));
-}
-
 /* Rule state */
 
 export interface RuleStateRow {
