@@ -1,7 +1,7 @@
 import { CompressionTypes, Kafka, Partitioners, logLevel, type ICustomPartitioner, type Producer, type TopicMessages, type LogEntry, type RetryOptions } from 'kafkajs';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
-import { derivedTopicNames, topicNames, type Topics } from './events.js';
+import { alarmTopicName, derivedTopicNames, topicNames, type Topics } from './events.js';
 
 const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -34,11 +34,11 @@ export function topicsFor(cfg: Config): Topics {
 
 /**
  * Creates the contract's topics when missing; safe to call from every process at start-up. With the
- * configured topics (no `topics` given) the derived streams are created too (partitioned like the
+ * configured topics (no `topics` given) the derived streams and the alarms topic are created too (partitioned like the
  * events topic), so ingest can publish its reports before the pipeline ever ran.
  */
 export async function ensureTopics(kafka: Kafka, cfg: Config, topics?: Topics): Promise<void> {
-  const derived = topics ? [] : Object.values(derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX));
+  const derived = topics ? [] : [...Object.values(derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX)), alarmTopicName(cfg.KAFKA_TOPIC_PREFIX)];
   topics ??= topicsFor(cfg);
   const admin = kafka.admin();
   await admin.connect();

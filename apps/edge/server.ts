@@ -180,9 +180,10 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
       if (!conn.open || conn.operatorId !== item.operatorId) continue;
       let text = bytes.get(sub.shape);
       if (text === undefined) {
-        const metrics = pickMetrics(item.metrics, sub.keys);
+        const metrics = item.alarm ? {} : pickMetrics(item.metrics, sub.keys);
         const zone = item.zoneId === undefined ? {} : { zoneId: item.zoneId };
-        text = metrics && JSON.stringify({ cmdId: sub.cmdId, data: { venueId: item.venueId, ...zone, eventType: item.eventType, metrics, time: item.time } });
+        const alarm = item.alarm ? { alarm: item.alarm } : {};
+        text = metrics && JSON.stringify({ cmdId: sub.cmdId, data: { venueId: item.venueId, ...zone, eventType: item.eventType, metrics, ...alarm, time: item.time } });
         bytes.set(sub.shape, text);
       }
       if (text === null) continue;

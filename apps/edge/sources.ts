@@ -1,4 +1,4 @@
-import { decodeEvent, decodeOccupancyUpdate, derivedTopicNames, topicNames, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
+import { alarmTopicName, decodeAlarmEvent, decodeEvent, decodeOccupancyUpdate, derivedTopicNames, topicNames, type AlarmEvent, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
 
 /** What the edge pushes for one message of a stream source, before the per-subscription key filter. */
 export interface StreamItem {
@@ -9,6 +9,8 @@ export interface StreamItem {
   zoneId?: string | null;
   eventType: string;
   metrics: Partial<Record<string, number>>;
+  /** Pushed to every subscriber of the venue whatever its keys (alarms), with this member added to `data`. */
+  alarm?: Record<string, unknown>;
   /** ISO 8601, UTC. */
   time: string;
 }
@@ -50,5 +52,24 @@ const occupancyUpdates: StreamSource<OccupancyUpdate> = {
   toItem: (u) => ({ operatorId: u.operatorId, venueId: u.venueId, zoneId: u.zoneId, eventType: 'occupancy', metrics: { occupancy: u.value }, time: new Date(u.ts).toISOString() }),
 };
 
-/** Every topic pushed over /ws. Alarm events (`eventType: "alarm"`) join as one entry once their topic exists. */
-export const STREAM_SOURCES: readonly AnyStreamSource[] = [acceptedEvents, occupancyUpdates];
+/**
+ * Alarm events (docs/alarms.md): `eventType` "alarm", empty `metrics`, and an `alarm` member with
+ * the alarm after the change and what changed (`kind`: created, severity_changed, acknowledged,
+ * cleared). Every subscriber of the venue gets them, whatever keys it asked for.
+ */
+const alarmEvents: StreamSource<AlarmEvent> = {
+  name: 'alarms',
+  topic: (prefix) => alarmTopicName(prefix),
+  decode: decodeAlarmEvent,
+  toItem: (e) => ({
+    operatorId: e.operatorId,
+    venueId: e.venueId,
+    eventType: 'alarm',
+    metrics: {},
+    alarm: { ...e.alarm, kind: e.kind, previousSeverity: e.previousSeverity },
+    time: new Date(e.ts).toISOString(),
+  }),
+};
+
+/** Every topic pushed over /ws. */
+export const STREAM_SOURCES: readonly AnyStreamSource[] = [acceptedEvents, occupancyUpdates, alarmEvents];

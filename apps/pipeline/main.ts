@@ -6,12 +6,13 @@ import { derivedTopicNames } from '../../lib/events.js';
 import { scheduleRetention } from '../../pipeline/retention.js';
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
+import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
 
 const cfg = configOrExit();
 const log = createLogger('pipeline', cfg.LOG_LEVEL);
 process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
 
-const services = await createServices(cfg, log, { dbPoolSize: 4 });
+const services = await createServices(cfg, log, { dbPoolSize: 6 });
 // Half the shutdown budget for the last writes; the rest is replayed on restart.
 const drainMs = cfg.SHUTDOWN_TIMEOUT_MS / 2;
 const sink = await runEventsSink(services.kafka, {
@@ -43,12 +44,21 @@ const processors = await runProcessors({
   drainMs,
   tickMs: cfg.PROCESSOR_TICK_MS,
 });
+const alarmRules = await runAlarmRules({
+  kafka: services.kafka,
+  db: services.db,
+  log,
+  publisher: services.publisher,
+  prefix: cfg.KAFKA_TOPIC_PREFIX,
+  partitions: cfg.KAFKA_PARTITIONS,
+});
 const retention = scheduleRetention(services.ch, log);
 log.info({ topic: services.topics.events }, 'pipeline running');
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
   ['stop the retention job', () => retention.stop()],
   ['stop the processors (each finishes its transaction), then write and commit their outputs held by the sinks', () => processors.stop()],
+  ['stop the alarm rules: finish the input in hand, commit, leave the group', () => alarmRules.stop()],
   ['stop fetching events, write and commit what is held, leave the group', () => sink.stop()],
   ['close engines', () => closeServices(services)],
 ]);

@@ -175,7 +175,7 @@ describe('stream sources and scale-out', () => {
     const update = await c.next((m) => m.data?.eventType === 'occupancy-update-test');
     expect(update).toEqual({ cmdId: 1, data: { venueId: venue, eventType: 'occupancy-update-test', metrics: { occupancy: 12 }, time: new Date(now).toISOString() } });
     const health = await request(multi.url.replace('ws://', 'http://').replace('/ws', '/health'));
-    expect(health.body.kafka.sources.map((s: { name: string; ready: boolean }) => [s.name, s.ready])).toEqual([['events', true], ['occupancy', true], ['test-updates', true]]);
+    expect(health.body.kafka.sources.map((s: { name: string; ready: boolean }) => [s.name, s.ready])).toEqual([['events', true], ['occupancy', true], ['alarms', true], ['test-updates', true]]);
   });
 
   it('delivers from every edge instance: each sees every partition', async () => {
@@ -297,7 +297,7 @@ describe('backpressure, pings and health', () => {
     expect(health.status).toBe(200);
     expect(health.body.status).toBe('healthy');
     expect(health.body.websocket).toMatchObject({ connections: 3, operators: 2, subscriptions: 1, leases: 3, redis: 'shared' });
-    expect(health.body.kafka.sources).toEqual([expect.objectContaining({ name: 'events', ready: true, undecodable: 0 }), expect.objectContaining({ name: 'occupancy', ready: true })]);
+    expect(health.body.kafka.sources).toEqual([expect.objectContaining({ name: 'events', ready: true, undecodable: 0 }), expect.objectContaining({ name: 'occupancy', ready: true }), expect.objectContaining({ name: 'alarms', ready: true })]);
     expect(health.body.kafka.sources[0].messagesTailed).toBeGreaterThan(0);
   });
 });

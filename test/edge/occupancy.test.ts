@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { derivedTopicNames, encodeOccupancyUpdate, type OccupancyUpdate } from '../../lib/events.js';
+import { alarmTopicName, derivedTopicNames, encodeAlarmEvent, encodeOccupancyUpdate, type OccupancyUpdate } from '../../lib/events.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { Client, startTestEdge, type TestEdge } from './support.js';
@@ -65,5 +65,42 @@ describe('computed occupancy over /ws', () => {
     expect(temperatureOnly.pushes()).toEqual([]);
     watcher.close();
     temperatureOnly.close();
+  });
+});
+
+describe('alarm events over /ws', () => {
+  it('pushes every alarm event of the venue to all its subscribers, whatever their keys, and to no one else', async () => {
+    const venue = (await newVenue(api, a.key)).id;
+    const watcher = await Client.connected(edge.url, a.key);
+    await watcher.subscribe(3, venue, ['temperature']);
+    const outsider = await Client.connected(edge.url, b.key);
+    await outsider.subscribe(4, (await newVenue(api, b.key)).id, ['temperature']);
+    const now = new Date().toISOString();
+    const alarm = {
+      id: '6a1f8e52-1b7e-4b59-8d2a-3c4d5e6f7a8b',
+      venueId: venue,
+      zoneId: '2f1c5b6e-0f4d-4a57-9a43-1d0a6f1b2c3d',
+      integrationId: null,
+      type: 'zone_occupancy_high',
+      severity: 'MAJOR' as const,
+      status: 'ACTIVE_UNACK' as const,
+      message: 'Floor at 92 % of capacity',
+      details: { current: 46, capacity: 50, percent: 92, threshold: 90 },
+      createdAt: now,
+      updatedAt: now,
+      acknowledgedAt: null,
+      clearedAt: null,
+    };
+    const ts = Date.now();
+    await producer.send({
+      topic: alarmTopicName(api.services.cfg.KAFKA_TOPIC_PREFIX),
+      messages: [{ key: venue, value: encodeAlarmEvent({ id: 'a9c1e7d2-4f5b-4c6a-8e9f-0a1b2c3d4e5f', kind: 'created', cause: 'rule', operatorId: a.id, venueId: venue, previousSeverity: null, ts, alarm }) }],
+    });
+    const push = await watcher.next((m) => m.data?.eventType === 'alarm');
+    expect(push).toEqual({ cmdId: 3, data: { venueId: venue, eventType: 'alarm', metrics: {}, alarm: { ...alarm, kind: 'created', previousSeverity: null }, time: new Date(ts).toISOString() } });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(outsider.pushes()).toEqual([]);
+    watcher.close();
+    outsider.close();
   });
 });

@@ -10,6 +10,7 @@ import { ingestOperations } from './ingest.js';
 import { telemetryOperations } from './telemetry.js';
 import { dashboardOperations } from './dashboard.js';
 import { analyticsOperations } from './analytics.js';
+import { alarmOperations } from './alarms.js';
 
 /** Every operation of the API, in the order the OpenAPI document lists them. */
 export const OPERATIONS: readonly AnyOperation[] = [
@@ -24,4 +25,5 @@ export const OPERATIONS: readonly AnyOperation[] = [
   ...telemetryOperations,
   ...dashboardOperations,
   ...analyticsOperations,
+  ...alarmOperations,
 ];

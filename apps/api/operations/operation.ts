@@ -28,6 +28,7 @@ export const TAGS = {
   Telemetry: 'Aggregated time series of a venue',
   Dashboard: "Summaries across all the operator's venues",
   Analytics: 'Derived from the event stream: live occupancy, dwell, visitor loyalty, occupancy predictions',
+  Alarms: 'Alarms raised by the rules (zone occupancy against capacity, connector health), acknowledged and cleared by operators',
 } as const;
 export type Tag = keyof typeof TAGS;
 
