@@ -7,6 +7,8 @@ import { scheduleRetention } from '../../pipeline/retention.js';
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
 import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
+import { startMetrics } from '../../lib/metrics.js';
+import { createPipelineMetrics } from './metrics.js';
 
 const cfg = configOrExit();
 const log = createLogger('pipeline', cfg.LOG_LEVEL);
@@ -15,6 +17,7 @@ process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejectio
 const services = await createServices(cfg, log, { dbPoolSize: 6 });
 // Half the shutdown budget for the last writes; the rest is replayed on restart.
 const drainMs = cfg.SHUTDOWN_TIMEOUT_MS / 2;
+const metrics = createPipelineMetrics(services.kafkaAdmin, cfg.KAFKA_TOPIC_PREFIX, log);
 const sink = await runEventsSink(services.kafka, {
   groupId: `${cfg.KAFKA_TOPIC_PREFIX}.sink.events`,
   partitions: cfg.KAFKA_PARTITIONS,
@@ -26,6 +29,7 @@ const sink = await runEventsSink(services.kafka, {
   batchRows: cfg.PIPELINE_BATCH_ROWS,
   batchMs: cfg.PIPELINE_BATCH_MS,
   drainMs,
+  onInsert: metrics.observeInsert,
 });
 const processors = await runProcessors({
   kafka: services.kafka,
@@ -43,6 +47,7 @@ const processors = await runProcessors({
   batchMs: cfg.PIPELINE_BATCH_MS,
   drainMs,
   tickMs: cfg.PROCESSOR_TICK_MS,
+  onInsert: metrics.observeInsert,
 });
 const alarmRules = await runAlarmRules({
   kafka: services.kafka,
@@ -53,6 +58,7 @@ const alarmRules = await runAlarmRules({
   partitions: cfg.KAFKA_PARTITIONS,
 });
 const retention = scheduleRetention(services.ch, log);
+const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg.PIPELINE_METRICS_PORT, log);
 log.info({ topic: services.topics.events }, 'pipeline running');
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
@@ -60,5 +66,6 @@ onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
   ['stop the processors (each finishes its transaction), then write and commit their outputs held by the sinks', () => processors.stop()],
   ['stop the alarm rules: finish the input in hand, commit, leave the group', () => alarmRules.stop()],
   ['stop fetching events, write and commit what is held, leave the group', () => sink.stop()],
+  ['stop serving metrics', () => metricsServer?.close()],
   ['close engines', () => closeServices(services)],
 ]);

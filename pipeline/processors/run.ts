@@ -30,6 +30,8 @@ export interface ProcessorSetOptions {
   tickMs?: number;
   /** Processors to run (default all). */
   only?: Array<'occupancy' | 'visits' | 'health'>;
+  /** Observes every insert of the output sinks (metrics). */
+  onInsert?: (target: string, rows: number, seconds: number) => void;
 }
 
 export interface RunningProcessors {
@@ -67,6 +69,7 @@ export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningP
     batchRows: opts.batchRows,
     batchMs: opts.batchMs,
     drainMs: opts.drainMs,
+    onInsert: opts.onInsert,
   });
   const sinks: RunningSink[] = [];
   const runtimes: Array<ProcessorRuntime<unknown>> = [];

@@ -85,6 +85,8 @@ export interface SinkOptions {
   retry?: { initialMs: number; maxMs: number };
   /** Fault injection for tests: runs after rows reached ClickHouse and before their offsets are committed. */
   afterInsert?: (rows: number) => Promise<void>;
+  /** Observes every successful insert (metrics): the target's name, rows, seconds taken. */
+  onInsert?: (target: string, rows: number, seconds: number) => void;
 }
 
 /** What the sink has done so far (for logs and tests). */
@@ -369,7 +371,9 @@ export class Sink<R extends SinkRow> {
     let inserted = 0;
     try {
       for (const chunk of chunks(todo, this.maxRows, this.target.partitionKey)) {
+        const started = performance.now();
         await this.target.insert(this.opts.ch, chunk.map((i) => i.row!));
+        this.opts.onInsert?.(this.target.name, chunk.length, (performance.now() - started) / 1000);
         for (const i of chunk) i.done = true;
         inserted += chunk.length;
         this.stats.inserts++;

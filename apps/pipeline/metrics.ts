@@ -1,0 +1,79 @@
+import type { Admin } from 'kafkajs';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Logger } from '../../lib/logger.js';
+import { createRegistry } from '../../lib/metrics.js';
+
+/** The pipeline's Prometheus metrics (docs/metrics.md). */
+export interface PipelineMetrics {
+  registry: Registry;
+  /** For the sinks' `onInsert`. */
+  observeInsert(target: string, rows: number, seconds: number): void;
+}
+
+/**
+ * Insert rows and latency per sink target, and the lag of every consumer group of this deployment
+ * (committed offset behind the partition's end), read from Kafka at each scrape: the lag of a
+ * group whose members all died is still visible.
+ */
+export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger): PipelineMetrics {
+  const registry = createRegistry('pipeline');
+  const rows = new Counter({ name: 'clickhouse_insert_rows_total', help: 'Rows inserted into ClickHouse, by sink target', labelNames: ['target'], registers: [registry] });
+  const inserts = new Histogram({
+    name: 'clickhouse_insert_duration_seconds',
+    help: 'Time of one ClickHouse insert, by sink target',
+    labelNames: ['target'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'kafka_consumer_lag',
+    help: 'Messages between a consumer group’s committed offset and the end of the partition',
+    labelNames: ['group', 'topic', 'partition'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      try {
+        for (const [labels, lag] of await consumerLag(admin, prefix)) this.set(labels, lag);
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'consumer lag not collected this scrape (Kafka unavailable)');
+      }
+    },
+  });
+  return {
+    registry,
+    observeInsert(target, n, seconds) {
+      rows.inc({ target }, n);
+      inserts.observe({ target }, seconds);
+    },
+  };
+}
+
+type LagLabels = { group: string; topic: string; partition: string };
+
+/** Lag per (group, topic, partition) of the deployment's groups (the edges' own groups excepted: they start at the end). */
+export async function consumerLag(admin: Admin, prefix: string): Promise<Array<[LagLabels, number]>> {
+  const { groups } = await admin.listGroups();
+  const mine = groups.map((g) => g.groupId).filter((id) => id.startsWith(`${prefix}.`) && !id.startsWith(`${prefix}.edge.`));
+  const ends = new Map<string, Map<number, bigint>>();
+  const endOf = async (topic: string) => {
+    let e = ends.get(topic);
+    if (!e) {
+      e = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, BigInt(p.high)]));
+      ends.set(topic, e);
+    }
+    return e;
+  };
+  const out: Array<[LagLabels, number]> = [];
+  for (const group of mine) {
+    for (const { topic, partitions } of await admin.fetchOffsets({ groupId: group })) {
+      const committedAt = new Map(partitions.map((p) => [p.partition, BigInt(p.offset)]));
+      // Every partition of the topic: one the group never committed has all of it still to read.
+      for (const [partition, high] of await endOf(topic)) {
+        const at = committedAt.get(partition) ?? -1n;
+        const committed = at < 0n ? 0n : at;
+        out.push([{ group, topic, partition: String(partition) }, Number(high > committed ? high - committed : 0n)]);
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPipelineMetrics } from '../../apps/pipeline/metrics.js';
+import { serveMetrics, type MetricsServer } from '../../lib/metrics.js';
+import { allCommitted, event, newTenant, openHarness, produce, startSink, type Harness } from './harness.js';
+
+let h: Harness;
+let server: MetricsServer;
+let metrics: ReturnType<typeof createPipelineMetrics>;
+beforeAll(async () => {
+  h = await openHarness();
+  metrics = createPipelineMetrics(h.admin, h.cfg.KAFKA_TOPIC_PREFIX, h.log);
+  server = await serveMetrics(metrics.registry, '127.0.0.1', 0, h.log);
+});
+afterAll(async () => {
+  await server.close();
+  await h.close();
+});
+
+async function series(): Promise<string[]> {
+  return (await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text()).split('\n');
+}
+const valueOf = (lines: string[], prefix: string, ...parts: string[]) => {
+  const line = lines.find((l) => l.startsWith(prefix) && parts.every((p) => l.includes(p)));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+};
+
+describe('the pipeline’s Prometheus metrics', () => {
+  it('count inserted rows and their latency per sink target, and show each group’s lag per partition', async () => {
+    const { operatorId, venueIds } = await newTenant(h.db, 'pro', ['Europe/Berlin']);
+    const now = Date.now();
+    const events = Array.from({ length: 40 }, (_, i) => event({ operatorId, venueId: venueIds[0]!, ts: now - i * 1000, metrics: { temperature: 20 + i } }));
+    await produce(h, events);
+    const group = `${h.cfg.KAFKA_TOPIC_PREFIX}.metrics-test-sink`;
+    // Before any member read anything, the whole backlog is lag.
+    const idle = `${h.cfg.KAFKA_TOPIC_PREFIX}.metrics-test-idle`;
+    await h.admin.setOffsets({ groupId: idle, topic: h.topics.events, partitions: (await h.admin.fetchTopicOffsets(h.topics.events)).map((p) => ({ partition: p.partition, offset: '0' })) });
+    const sink = await startSink(h, group, { onInsert: metrics.observeInsert });
+    try {
+      await allCommitted(h, group);
+      const lines = await series();
+      expect(valueOf(lines, 'clickhouse_insert_rows_total{', 'target="events"')).toBe(40);
+      expect(valueOf(lines, 'clickhouse_insert_duration_seconds_count{', 'target="events"')).toBeGreaterThanOrEqual(1);
+      const lag = (g: string) => lines.filter((l) => l.startsWith('kafka_consumer_lag{') && l.includes(`group="${g}"`) && l.includes(`topic="${h.topics.events}"`));
+      expect(lag(group).length).toBe(h.cfg.KAFKA_PARTITIONS);
+      expect(lag(group).map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)))).toEqual(Array(h.cfg.KAFKA_PARTITIONS).fill(0));
+      expect(lag(idle).map((l) => Number(l.slice(l.lastIndexOf(' ') + 1))).reduce((a, b) => a + b, 0)).toBe(40);
+    } finally {
+      await sink.stop();
+    }
+  });
+});
