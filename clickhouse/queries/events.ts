@@ -65,7 +65,14 @@ export function storedEventIdsSql(q: { ids: string[]; fromTs: number; toTs: numb
                   AND has(${q.ids}, toString(event_id))`;
 }
 
+/** Ids per lookup: 2,000 ids keep the statement far below ClickHouse's 256 KiB max_query_size. */
+const IDS_PER_LOOKUP = 2000;
+
 /** Which of the event ids are already stored; a re-delivered event keeps its event time. */
 export async function storedEventIds(ch: Ch, q: { ids: string[]; fromTs: number; toTs: number }): Promise<Set<string>> {
-  return new Set((await chRows<{ id: string }>(ch, storedEventIdsSql(q))).map((r) => r.id));
+  const stored = new Set<string>();
+  for (let i = 0; i < q.ids.length; i += IDS_PER_LOOKUP) {
+    for (const r of await chRows<{ id: string }>(ch, storedEventIdsSql({ ...q, ids: q.ids.slice(i, i + IDS_PER_LOOKUP) }))) stored.add(r.id);
+  }
+  return stored;
 }

@@ -348,7 +348,7 @@ export class ProcessorRuntime<S> {
           topic,
           partitions: offsets.filter((o) => o.topic === topic).map(({ partition, offset }) => ({ partition, offset })),
         }));
-        await txn.sendOffsets({ consumerGroupId: this.group, topics });
+        await whileConcurrent(() => txn.sendOffsets({ consumerGroupId: this.group, topics }));
       }
       await txn.commit();
       this.stats.transactions++;
@@ -412,5 +412,21 @@ export class ProcessorRuntime<S> {
     for (const [p, s] of states) this.states.set(p, s);
     this.stats.restores++;
     this.log.info({ partitions: wanted, entries, ms: Date.now() - started }, 'state restored from the changelog');
+  }
+}
+
+/**
+ * The transaction coordinator answers CONCURRENT_TRANSACTIONS while it is still writing the markers
+ * of the previous transaction; the Java client retries, and kafkajs does not for AddOffsetsToTxn.
+ * The refused request changed nothing, so it is sent again after a short wait.
+ */
+async function whileConcurrent<T>(send: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await send();
+    } catch (err) {
+      if ((err as { type?: unknown }).type !== 'CONCURRENT_TRANSACTIONS' || attempt >= 40) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
+    }
   }
 }

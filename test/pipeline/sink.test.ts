@@ -241,6 +241,23 @@ describe('events sink', () => {
     }
   });
 
+  it('looks up thousands of derived ids of one batch in statements ClickHouse accepts, storing each event once', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    // Idempotent ingest derives every id of a batch: a batch of 8,000 once made a lookup over max_query_size.
+    const derived = () => randomUUID().replace(/^(.{14})./, '$18');
+    const events = workload(t, 8000).map((e) => ({ ...e, id: derived() }));
+    const g = group();
+    const s = await startSink(h, g, { batchRows: 10_000, batchMs: 2000 });
+    try {
+      await produce(h, [...events, ...events.slice(0, 100)]);
+      await allCommitted(h, g, 60_000);
+      await expectExact(events, t.venueIds, 8000);
+      expect(s.sink.stats.duplicates).toBe(100);
+    } finally {
+      await s.stop();
+    }
+  });
+
   it('pauses without committing while ClickHouse is unreachable and resumes by itself', async () => {
     const t = await newTenant(h.db, 'pro', ['UTC']);
     const events = workload(t, 600);
