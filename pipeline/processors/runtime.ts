@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner, type Producer } from 'kafkajs';
+import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner, type Producer, Partitioners } from 'kafkajs';
 import { changelogTopicName } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
 import { describeError } from '../sink/dead-letter.js';
@@ -158,6 +158,8 @@ export class ProcessorRuntime<S> {
       maxInFlightRequests: 1,
       transactionTimeout: this.opts.transactionTimeoutMs ?? 10_000,
       allowAutoTopicCreation: false,
+      // Every message names its partition (the input's): the partitioner is never asked.
+      createPartitioner: Partitioners.DefaultPartitioner,
     });
     // Connecting initialises the transactional id: a predecessor with the same id is fenced and
     // its open transaction aborted before this instance restores anything.
