@@ -66,6 +66,8 @@ function withMalformed(events: GeneratedEvent[], connector: ConnectorType, venue
     if (unitHash(state.seed, venue.key, connector, 'malformed', label) >= rate) continue;
     const kind = Math.floor(unitHash(state.seed, venue.key, connector, 'kind', label) * 3);
     const broken = structuredClone(e.event);
+    // Its own vendor id, so the rejection names the fault rather than a duplicate.
+    if (typeof broken.payload.event_id === 'string') broken.payload.event_id = `${broken.payload.event_id}-malformed`;
     if (kind === 0) {
       // A local wall-clock time without a zone: which instant it means would be a guess.
       const p = localParts(e.ts, venue.timezone);
