@@ -9,7 +9,7 @@ import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
 import { ApiClient } from './client.js';
 import { loadState, saveState, setUpFleet, type SetupPlan } from './fleet.js';
-import { TrafficState } from './model.js';
+import { openBetween, silenceable, TrafficState } from './model.js';
 import { hashSeed } from './random.js';
 import { runSimulation } from './runner.js';
 import { DAY } from './time.js';
@@ -138,13 +138,14 @@ try {
 
   const start = Date.now();
   const live = !args['no-live'];
-  const traffic = new TrafficState({
-    seed,
-    scale,
-    faults: args.faults,
-    ...(live ? { liveFrom: start, liveRate: rate } : {}),
-    ...(args.faults && live ? { anchoredFaults: { overCapacityVenue: fleet.venues[0]!.key, silenceVenue: fleet.venues[1 % fleet.venues.length]!.key } } : {}),
-  });
+  const traffic = new TrafficState({ seed, scale, faults: args.faults, ...(live ? { liveFrom: start, liveRate: rate } : {}) });
+  if (args.faults && live) {
+    // A demo should show its faults within minutes: over capacity where a venue is open now, silence in another.
+    const open = fleet.venues.find((v) => openBetween(traffic, v, start, start + 15 * 60_000)) ?? fleet.venues[0]!;
+    const other = fleet.venues.find((v) => v !== open) ?? open;
+    traffic.options.anchoredFaults = { overCapacityVenue: open.key, silenceVenue: other.key };
+    log.info(`faults: ${open.name} goes over capacity in 2 minutes for 10 minutes; ${other.name}'s ${silenceable(other)[0] ?? 'Wi-Fi'} connector goes silent in 5 minutes for 15 minutes`);
+  }
   let lastSave = 0;
   const state = fleet.state;
   const stats = await runSimulation({
@@ -156,7 +157,7 @@ try {
     ...(backfill !== undefined ? { backfillFrom: start - backfill } : {}),
     sentUntil: state.sentUntil ?? {},
     live,
-    ...(duration !== undefined ? { until: start + duration } : {}),
+    ...(duration !== undefined ? { liveDurationMs: duration } : {}),
     stopping: () => stopRequested,
     onProgress: (sent) => {
       state.sentUntil = sent;

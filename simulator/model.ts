@@ -362,6 +362,12 @@ export class TrafficState {
   }
 }
 
+/** Whether the venue is open from `from` to `to` (both in one local day's opening hours). */
+export function openBetween(state: TrafficState, venue: VenueTemplate, from: number, to: number): boolean {
+  const plan = state.plan(venue, localDate(from, venue.timezone));
+  return plan.open <= from && to <= plan.close;
+}
+
 /** Connectors a silence may hit: not the door counters, whose entries and exits must balance. */
 export function silenceable(venue: VenueTemplate): ConnectorType[] {
   return venue.connectors.filter((c) => c !== 'density' && c !== 'verkada');

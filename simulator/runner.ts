@@ -47,9 +47,9 @@ export interface RunOptions {
   backfillFrom?: number;
   /** Per stream (`venueKey/connector`): sent up to here already (a previous run). */
   sentUntil?: Record<string, number>;
-  /** Go on live after the backfill, until stopped or `until`. */
+  /** Go on live after the backfill, until stopped or for `liveDurationMs` (counted from when live traffic begins). */
   live: boolean;
-  until?: number;
+  liveDurationMs?: number;
   stopping: () => boolean;
   now?: () => number;
   tickMs?: number;
@@ -134,15 +134,16 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
   // Live: generate up to now every tick; each stream sends when its batch is full or old enough.
   const flushMs = opts.flushMs ?? Math.max(10_000, Math.ceil((streams.length * 60_000) / 80));
   const tickMs = opts.tickMs ?? 5_000;
+  const until = opts.liveDurationMs === undefined ? undefined : clock() + opts.liveDurationMs;
   streams.forEach((s, i) => {
     s.generated = Math.max(s.generated, opts.start);
     s.lastFlush = clock() - flushMs + Math.round(((i + 1) * flushMs) / streams.length);
   });
-  log.info({ streams: streams.length, flushEverySeconds: flushMs / 1000, until: opts.until ? new Date(opts.until).toISOString() : 'Ctrl-C' }, 'live traffic');
+  log.info({ streams: streams.length, flushEverySeconds: flushMs / 1000, until: until ? new Date(until).toISOString() : 'Ctrl-C' }, 'live traffic');
   for (;;) {
     const now = clock();
-    const ending = opts.until !== undefined && now >= opts.until;
-    const to = ending ? opts.until! : now;
+    const ending = until !== undefined && now >= until;
+    const to = ending ? until : now;
     for (const s of streams) {
       if (opts.stopping()) break;
       if (to > s.generated) {
