@@ -37,31 +37,38 @@ connector type, then sends realistic traffic to POST /ingest. Details: docs/simu
   -h, --help         this text
 `;
 
-const { values: args } = parseArgs({
-  options: {
-    url: { type: 'string', default: 'http://127.0.0.1:8080' },
-    operator: { type: 'string', default: 'Simulated Venues' },
-    key: { type: 'string' },
-    plan: { type: 'string', default: 'pro' },
-    venues: { type: 'string', default: '4' },
-    state: { type: 'string' },
-    backfill: { type: 'string' },
-    duration: { type: 'string' },
-    'no-live': { type: 'boolean', default: false },
-    rate: { type: 'string', default: '1' },
-    scale: { type: 'string', default: '1' },
-    seed: { type: 'string', default: '1' },
-    faults: { type: 'boolean', default: false },
-    'setup-only': { type: 'boolean', default: false },
-    'log-level': { type: 'string', default: 'info' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-});
-
 function fail(message: string): never {
   process.stderr.write(`simulate: ${message}\n(npm run simulate -- --help)\n`);
   process.exit(2);
 }
+
+const OPTIONS = {
+  url: { type: 'string', default: 'http://127.0.0.1:8080' },
+  operator: { type: 'string', default: 'Simulated Venues' },
+  key: { type: 'string' },
+  plan: { type: 'string', default: 'pro' },
+  venues: { type: 'string', default: '4' },
+  state: { type: 'string' },
+  backfill: { type: 'string' },
+  duration: { type: 'string' },
+  'no-live': { type: 'boolean', default: false },
+  rate: { type: 'string', default: '1' },
+  scale: { type: 'string', default: '1' },
+  seed: { type: 'string', default: '1' },
+  faults: { type: 'boolean', default: false },
+  'setup-only': { type: 'boolean', default: false },
+  'log-level': { type: 'string', default: 'info' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+function cli() {
+  try {
+    return parseArgs({ options: OPTIONS }).values;
+  } catch (err) {
+    fail((err as Error).message);
+  }
+}
+const args = cli();
 
 /** `28d`, `12h`, `30m`, `45s` in ms. */
 function span(name: string, value: string): number {
