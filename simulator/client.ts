@@ -47,7 +47,7 @@ export interface ClientOptions {
   url: string;
   key?: string;
   log: Logger;
-  /** Set when the run should stop: waits end early; a batch in flight gets `stopGraceMs` more to be accepted. */
+  /** Set when the run should stop: waits end early; a batch that may have been stored gets `stopGraceMs` more to be accepted. */
   stopping?: () => boolean;
   stopGraceMs?: number;
   /** Longest Retry-After worth waiting for (a monthly quota answers with days). */
@@ -63,6 +63,8 @@ export interface ClientStats {
 
 interface StopClock {
   deadline?: number;
+  /** An attempt ended without a definite answer (it may have been stored). */
+  uncertain?: boolean;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -105,9 +107,9 @@ export class ApiClient {
     let backoff = 500;
     const stop: StopClock = {};
     for (let attempt = 1; ; attempt++) {
-      if (this.stopDeadline(stop) < Date.now()) throw new StoppedError();
+      if (Date.now() >= this.stopDeadline(stop)) throw new StoppedError();
       await this.wait(this.pauseUntil - Date.now(), stop);
-      if (this.stopDeadline(stop) < Date.now()) throw new StoppedError();
+      if (Date.now() >= this.stopDeadline(stop)) throw new StoppedError();
       let res: Response;
       try {
         this.stats.requests++;
@@ -122,6 +124,7 @@ export class ApiClient {
           signal: AbortSignal.timeout(60_000),
         });
       } catch (err) {
+        stop.uncertain = true;
         this.stats.retried++;
         this.opts.log.warn({ what, attempt, err: describe(err), retryInMs: backoff }, 'request failed; retrying');
         await this.wait(backoff, stop);
@@ -145,6 +148,7 @@ export class ApiClient {
       }
       const inFlight = res.status === 409 && Number.isFinite(retryAfter) && retryAfter > 0;
       if (res.status >= 500 || inFlight) {
+        stop.uncertain = true;
         const wait = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : backoff;
         this.stats.retried++;
         this.opts.log.warn({ what, status: res.status, attempt, retryInMs: wait }, 'service unavailable; resending the same batch');
@@ -157,9 +161,14 @@ export class ApiClient {
     }
   }
 
-  /** Once the run is stopping, the batch in flight has until this instant (Infinity before). */
+  /**
+   * Once the run is stopping, until when this batch may still be tried (Infinity before). A batch
+   * whose every answer so far was definite (none yet, a 429) is dropped at once: nothing of it was
+   * stored. One whose fate is unknown (a dropped connection, a 5xx) gets the grace period, so a
+   * batch that may have been stored is completed, not left to be sent again.
+   */
   private stopDeadline(stop: StopClock): number {
-    if (stop.deadline === undefined && this.opts.stopping?.()) stop.deadline = Date.now() + (this.opts.stopGraceMs ?? 20_000);
+    if (stop.deadline === undefined && this.opts.stopping?.()) stop.deadline = Date.now() + (stop.uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
     return stop.deadline ?? Infinity;
   }
 

@@ -95,7 +95,7 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
       answer = await client.ingest(s.venue.id, s.connector, events.map((e) => e.event));
     } catch (err) {
       if (err instanceof StoppedError) {
-        log.warn({ stream: s.id, events: events.length }, 'stopped while a batch was still being retried; it was not stored and will be sent by the next --backfill run');
+        log.warn({ stream: s.id, events: events.length }, 'stopped before this batch was accepted; the next run with --backfill sends it');
         return false;
       }
       throw err;

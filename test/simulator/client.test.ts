@@ -64,6 +64,18 @@ describe('simulator HTTP client', () => {
     await expect(client.ingest('3f1c2a4e-0000-4000-8000-000000000000', 'square', events)).rejects.toThrow(/quota used up/);
   });
 
+  it('drops at once, when the run is stopping, a batch that is only waiting for the rate limit', async () => {
+    const { url, seen } = await serve([json(429, { error: 'slow down', code: 'RATE_LIMITED' }, { 'retry-after': '30' })]);
+    let stopping = false;
+    const client = new ApiClient({ url, log, key: 'vt_live_x', stopping: () => stopping, stopGraceMs: 20_000 });
+    setTimeout(() => (stopping = true), 300);
+    const began = Date.now();
+    await expect(client.ingest('3f1c2a4e-0000-4000-8000-000000000000', 'unifi', events)).rejects.toThrow(StoppedError);
+    expect(Date.now() - began).toBeLessThan(2000);
+    expect(seen).toHaveLength(1);
+    expect(client.stats.rateLimited).toBe(1);
+  });
+
   it('gives up a batch that keeps failing once the run is stopping, after the grace period', async () => {
     const { url } = await serve([json(503, { error: 'down', code: 'SERVICE_UNAVAILABLE' }, { 'retry-after': '30' })]);
     let stopping = false;

@@ -93,6 +93,19 @@ describe('traffic generators', () => {
     }
   });
 
+  it('--rate scales the visitors of the days the live part covers, and only those', () => {
+    const liveFrom = FROM + 2 * DAY + 12 * 3_600_000;
+    const base = new TrafficState({ seed: 2, scale: 1, faults: false });
+    const busy = new TrafficState({ seed: 2, scale: 1, faults: false, liveFrom, liveRate: 3 });
+    const venue = venues[1]!;
+    const before = localDate(FROM + DAY, venue.timezone);
+    const during = localDate(liveFrom, venue.timezone);
+    expect(busy.plan(venue, before)).toEqual(base.plan(venue, before));
+    const ratio = busy.plan(venue, during).visits.length / base.plan(venue, during).visits.length;
+    expect(ratio).toBeGreaterThan(2.5);
+    expect(ratio).toBeLessThan(3.5);
+  });
+
   it('keeps opening hours in local time across a DST change', () => {
     // Berlin moves to summer time on 29 March 2026; the store still opens at 10:00 local.
     const state = new TrafficState({ seed: 1, scale: 1, faults: false });

@@ -251,6 +251,48 @@ describe('fleet simulator against a real API', () => {
     });
   });
 
+  it('live: sends what happens now until the duration ends, then stops cleanly when asked', async () => {
+    const client = newClient();
+    const fleet = await setUpFleet({ client, log, operatorName: 'Sim Live', plan: 'pro', venues: 4, adminSecret: admin });
+    const batches: SentBatch[] = [];
+    let progress: Record<string, number> = {};
+    const start = Date.now();
+    // A hundredfold day, so a few seconds hold events in every venue that is open.
+    const options = { seed: 4, scale: 1, faults: false, liveFrom: start, liveRate: 100 };
+    const stats = await runSimulation({
+      client,
+      venues: fleet.venues,
+      traffic: new TrafficState(options),
+      log,
+      start,
+      live: true,
+      liveDurationMs: 3_000,
+      tickMs: 500,
+      flushMs: 1_000,
+      stopping: () => false,
+      onBatch: (b) => batches.push(b),
+      onProgress: (p) => (progress = p),
+    });
+    const end = Date.now();
+    expect(stats.unexpected).toEqual([]);
+    const events = batches.flatMap((b) => b.events);
+    expect(events.length).toBeGreaterThan(0);
+    for (const e of events) {
+      expect(e.ts).toBeGreaterThanOrEqual(start);
+      expect(e.ts).toBeLessThan(end);
+    }
+    for (const b of batches) expect(b.answer).toMatchObject({ accepted: b.events.length, rejected: 0 });
+    // Every stream is recorded as sent up to the end of the live part.
+    for (const v of fleet.venues) for (const c of v.connectors) expect(progress[`${v.key}/${c}`], `${v.key}/${c}`).toBeGreaterThanOrEqual(start + 3_000);
+
+    // Asked to stop: the run ends after at most the batch in flight.
+    let stop = false;
+    setTimeout(() => (stop = true), 1_500);
+    const began = Date.now();
+    await runSimulation({ client, venues: fleet.venues, traffic: new TrafficState({ ...options, liveFrom: Date.now() }), log, start: Date.now(), live: true, tickMs: 500, flushMs: 1_000, stopping: () => stop });
+    expect(Date.now() - began).toBeLessThan(10_000);
+  });
+
   it('honours 429 Retry-After: waits for the window, resends, and the batch is stored once', async () => {
     // Start late in a minute so the window (and the wait) is short.
     const intoMinute = Date.now() % 60_000;
