@@ -134,6 +134,7 @@ function adminSecret(): string {
 const client = new ApiClient({ url, log, stopping: () => stopRequested });
 try {
   const previous = loadState(statePath);
+  if (previous && previous.url !== url) log.warn(`${statePath} was written for ${previous.url}; reusing its operator at ${url} (give --state another file for a separate fleet)`);
   const fleet = await setUpFleet({ client, log, operatorName: args.operator, plan, venues: venueCount, adminSecret, key: args.key, state: previous });
   saveState(statePath, fleet.state);
   const { created } = fleet;
