@@ -22,6 +22,7 @@ COPY lib lib
 COPY domain domain
 COPY scripts scripts
 COPY benchmarks benchmarks
+COPY simulator simulator
 RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --ignore-scripts
 
 # The uWebSockets.js build for this Node, pinned by version and by the registry's sha512 of its
