@@ -7,7 +7,6 @@ import { requestMetrics } from './metrics.js';
 import { operationsRouter } from './http/router.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountMcp } from './mcp/transport.js';
-import { toolsFrom } from './mcp/tools.js';
 import { limiterFor } from './middleware/rate-limit.js';
 
 export function createApp(deps: ApiDeps): Koa {
@@ -20,7 +19,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(errorEnvelope);
   const limiter = deps.services.cfg.RATE_LIMITS_ENABLED ? limiterFor(deps.services.redis, deps.services.cfg) : undefined;
   const router = operationsRouter(deps, OPERATIONS, limiter);
-  mountMcp(router, deps, toolsFrom(OPERATIONS), limiter);
+  mountMcp(router, deps, OPERATIONS, limiter);
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
   return app;

@@ -11,21 +11,13 @@ import { square } from './square.js';
 import { event, grid, type GeneratedEvent, type Generator, type Window } from './types.js';
 import { unifi } from './unifi.js';
 import { verkada } from './verkada.js';
+// Live heartbeats come as often as connector health expects from each vendor.
+import { EXPECTED_INTERVAL_MS } from '../../pipeline/processors/health.js';
 
 export type { GeneratedEvent, IngestEvent, Window, Generator } from './types.js';
 
 export const GENERATORS: Record<ConnectorType, Generator> = { meraki, aruba, unifi, mywifi, square, density, verkada };
 
-/** Live heartbeat interval per connector (what connector health expects from each vendor). */
-export const LIVE_HEARTBEAT_MS: Record<ConnectorType, number> = {
-  meraki: 60_000,
-  aruba: 60_000,
-  unifi: 60_000,
-  density: 300_000,
-  verkada: 900_000,
-  square: 900_000,
-  mywifi: 900_000,
-};
 /** History needs no minute-by-minute heartbeats: one every 15 minutes keeps the backfill small. */
 export const BACKFILL_HEARTBEAT_MS = 900_000;
 
@@ -51,7 +43,7 @@ function heartbeatTimes(connector: ConnectorType, w: Window, state: TrafficState
   const live = state.options.liveFrom;
   const before = live === undefined ? w.to : Math.min(w.to, live);
   const out = grid({ from: w.from, to: before }, BACKFILL_HEARTBEAT_MS);
-  if (live !== undefined && w.to > live) out.push(...grid({ from: Math.max(w.from, live), to: w.to }, LIVE_HEARTBEAT_MS[connector]));
+  if (live !== undefined && w.to > live) out.push(...grid({ from: Math.max(w.from, live), to: w.to }, EXPECTED_INTERVAL_MS[connector]));
   return out;
 }
 

@@ -23,6 +23,7 @@ afterAll(async () => {
 const contextOf = async (op: TestOperator): Promise<BearerContext> => ({
   deps: api.deps,
   log: api.services.log,
+  operations: OPERATIONS,
   operator: await authenticate(api.services.db, op.key),
   apiKey: op.key,
 });

@@ -137,8 +137,9 @@ describe('a second instance joining mid-stream', () => {
       await committedToEnd(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events, 120_000);
       await committedToEnd(h.admin, `${h.prefix}.proc.visits`, h.topics.events, 120_000);
       await new Promise((r) => setTimeout(r, 2000));
-      // Both members held partitions, and restored them from the changelog after the rebalance.
-      expect(second[0]!.stats.batches + second[1]!.stats.batches).toBeGreaterThan(0);
+      // Both members held partitions, and restored them from the changelog after the rebalance (the
+      // second may find nothing left to read on a busy machine, but it restores what it was given).
+      expect(second[0]!.stats.restores + second[1]!.stats.restores).toBeGreaterThan(0);
       expect(first[0]!.stats.restores).toBeGreaterThanOrEqual(2);
     } finally {
       for (const rt of [...second, ...first]) await rt.stop();

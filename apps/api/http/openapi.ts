@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { ErrorCode } from '../../../lib/errors.js';
 import { RATE_LIMITS } from '../../../domain/limits/rate-limit.js';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from '../middleware/body.js';
-import { OPERATIONS } from '../operations/index.js';
 import { TAGS, type AnyOperation } from '../operations/operation.js';
 import { MCP_PATH } from '../mcp/transport.js';
 
@@ -179,7 +178,7 @@ function buildOpenApi(operations: readonly AnyOperation[], serverUrl: string): J
 
 let cached: { url: string; doc: JsonSchema } | undefined;
 
-export function openApiDocument(serverUrl: string): JsonSchema {
-  if (cached?.url !== serverUrl) cached = { url: serverUrl, doc: buildOpenApi(OPERATIONS, serverUrl) };
+export function openApiDocument(serverUrl: string, operations: readonly AnyOperation[]): JsonSchema {
+  if (cached?.url !== serverUrl) cached = { url: serverUrl, doc: buildOpenApi(operations, serverUrl) };
   return cached.doc;
 }

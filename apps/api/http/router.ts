@@ -22,12 +22,12 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
   for (const op of operations) {
     const metering = meteringOf(op);
     router[op.method](koaPath(op.path), async (ctx: Context) => {
-      let context: OperationContext | BearerContext = { deps, log: ctx.state.log };
+      let context: OperationContext | BearerContext = { deps, log: ctx.state.log, operations };
       if (op.auth === 'admin') await limitingFailures(limiter, ctx, () => adminAuth(cfg.ADMIN_SECRET, ctx));
       if (op.auth === 'bearer') {
         const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
         ctx.state.log = ctx.state.log.child({ operatorId: operator.id });
-        context = { deps, log: ctx.state.log, operator, apiKey };
+        context = { deps, log: ctx.state.log, operations, operator, apiKey };
         if (limiter && metering) {
           const decision = await limiter.hit(operator.id, metering.rate);
           if (!decision.allowed) throw rateLimited(decision, metering.rate);

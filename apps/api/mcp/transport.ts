@@ -10,8 +10,8 @@ import { AppError } from '../../../lib/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { bearerAuth, limitingFailures } from '../middleware/auth.js';
 import { readJsonBody } from '../middleware/body.js';
-import type { BearerContext } from '../operations/operation.js';
-import type { GeneratedTool } from './tools.js';
+import type { AnyOperation, BearerContext } from '../operations/operation.js';
+import { toolsFrom, type GeneratedTool } from './tools.js';
 
 export const MCP_PATH = '/mcp';
 const SERVER_INFO = { name: 'venue-telemetry', version: '1.0.0' };
@@ -65,7 +65,8 @@ function serverFor(tools: readonly GeneratedTool[], ctx: BearerContext): Server 
  * api instance answers). The same bearer key, rate limit (the `api` bucket) and body rules as REST
  * are checked before the SDK sees the request; GET and DELETE are 405 (no sessions to stream or end).
  */
-export function mountMcp(router: Router, deps: ApiDeps, tools: readonly GeneratedTool[], limiter: RateLimiter | undefined): void {
+export function mountMcp(router: Router, deps: ApiDeps, operations: readonly AnyOperation[], limiter: RateLimiter | undefined): void {
+  const tools = toolsFrom(operations);
   const { db } = deps.services;
   router.post(MCP_PATH, async (ctx: Context) => {
     const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
@@ -76,7 +77,7 @@ export function mountMcp(router: Router, deps: ApiDeps, tools: readonly Generate
       ctx.set(rateLimitHeaders(decision));
     }
     const body = await readJsonBody(ctx);
-    const server = serverFor(tools, { deps, log: ctx.state.log, operator, apiKey });
+    const server = serverFor(tools, { deps, log: ctx.state.log, operations, operator, apiKey });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.on('close', () => {
       void transport.close().catch(() => undefined);

@@ -51,6 +51,8 @@ type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 export interface OperationContext {
   deps: ApiDeps;
   log: Logger;
+  /** Every operation of the API (the OpenAPI operation describes them all). */
+  operations: readonly AnyOperation[];
 }
 
 export interface BearerContext extends OperationContext {

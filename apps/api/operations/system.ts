@@ -66,6 +66,6 @@ export const systemOperations = [
     auth: 'public',
     response: { status: 200, description: 'the OpenAPI document' },
     errors: [],
-    handler: async (_input, { deps }) => openApiDocument(deps.services.cfg.PUBLIC_URL),
+    handler: async (_input, { deps, operations }) => openApiDocument(deps.services.cfg.PUBLIC_URL, operations),
   }),
 ];
