@@ -14,7 +14,7 @@ export const dashboardOperations = [
     id: 'getDashboardStats',
     method: 'get',
     path: '/api/dashboard/stats',
-    summary: "The operator's active venues, events in the last 24 h, active integrations and average dwell (0 until visits exist)",
+    summary: "The operator's active venues, events in the last 24 h, active integrations, and the mean dwell (seconds) of visits started in the last 24 h",
     tag: 'Dashboard',
     auth: 'bearer',
     response: {
