@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import type { Config } from '../../lib/config.js';
+import { derivedTopicNames } from '../../lib/events.js';
+import { createLogger } from '../../lib/logger.js';
+import { repoPath } from '../../lib/paths.js';
+import { runAlarmRules, type RunningAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
+import { runProcessors, type RunningProcessors } from '../../pipeline/processors/run.js';
+import { runEventsSink, type RunningEventsSink } from '../../pipeline/sink/events-sink.js';
+import { ensureWebBuild } from '../../scripts/lib/web.mjs';
+import { startTestEdge } from '../edge/support.js';
+import { startApi, testConfig, type RunningApi } from '../support/env.js';
+import { startFrontDoor, type FrontDoor } from '../support/frontdoor.js';
+
+/** Debian's Chromium, as installed by the stack script (scripts/stack/packages.mjs). */
+export const CHROMIUM = '/usr/bin/chromium';
+/** Without these the browser tries to reach the network (updates, sync, QUIC) and hangs on a machine without one. */
+export const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/**
+ * The whole product on loopback for the browser: a real api and a real edge behind a real nginx
+ * of the stack (serving the built page), the events sink, the stream processors and the alarm
+ * rules, all on a topic prefix of their own; and Chromium with a fresh profile.
+ */
+export interface WebStack {
+  cfg: Config;
+  api: RunningApi;
+  fd: FrontDoor;
+  browser: BrowserContext;
+  close(): Promise<void>;
+}
+
+export async function startWebStack(): Promise<WebStack> {
+  ensureWebBuild(repoPath(), () => undefined);
+  const prefix = `${testConfig().KAFKA_TOPIC_PREFIX}.web${randomUUID().slice(0, 6)}`;
+  const overrides = { KAFKA_TOPIC_PREFIX: prefix };
+  const cfg = testConfig(overrides);
+  const log = createLogger('web-test', cfg.LOG_LEVEL);
+  const api = await startApi(cfg);
+  const { kafka, db, ch, producer, publisher, topics } = api.services;
+  const stops: Array<() => Promise<void>> = [() => api.close()];
+  const close = async () => {
+    for (const stop of stops.reverse()) await stop().catch((err) => log.error({ err }, 'web stack: stop failed'));
+  };
+  try {
+    const sink: RunningEventsSink = await runEventsSink(kafka, {
+      groupId: `${prefix}.sink.events`, partitions: cfg.KAFKA_PARTITIONS, ch, db, producer, topics, log, batchRows: 5000, batchMs: 200, drainMs: 5000,
+    });
+    stops.push(() => sink.stop());
+    const processors: RunningProcessors = await runProcessors({
+      kafka, db, ch, producer, log, prefix, partitions: cfg.KAFKA_PARTITIONS, instanceId: 'web-test', events: topics.events, deadLetter: topics.deadLetter,
+      derived: derivedTopicNames(prefix), batchRows: 5000, batchMs: 100, drainMs: 5000, tickMs: 300,
+    });
+    stops.push(() => processors.stop());
+    const rules: RunningAlarmRules = await runAlarmRules({ kafka, db, log, publisher, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300, commitIntervalMs: 0 });
+    stops.push(() => rules.stop());
+    const edge = await startTestEdge(overrides);
+    stops.push(() => edge.close());
+    const fd = await startFrontDoor({ apiPort: Number(new URL(api.url).port), edgePort: edge.port });
+    stops.push(() => fd.close());
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'venue-chromium-'));
+    stops.push(async () => fs.rmSync(profile, { recursive: true, force: true }));
+    // A persistent context is the one way to give Playwright our own --user-data-dir: a fresh, throwaway profile.
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_FLAGS,
+      viewport: { width: 1280, height: 900 },
+    });
+    stops.push(() => browser.close());
+    return { cfg, api, fd, browser, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Where the screenshots shown in the docs are kept. */
+export const screenshot = (name: string) => repoPath('docs', 'screenshots', `${name}.png`);
