@@ -21,6 +21,8 @@ beforeAll(async () => {
   const zone = await request(`${stack.api.url}/api/venues/${venue.id}/zones`, { key: a.key, json: { slug: 'hall', name: 'Main hall', type: 'area', capacity: 5 } });
   expect(zone.status, JSON.stringify(zone.body)).toBe(201);
   hallId = zone.body.id;
+  const integration = await request(`${stack.api.url}/api/venues/${venue.id}/integrations`, { key: a.key, json: { connector_type: 'density', config: { api_token: 'density-token' } } });
+  expect(integration.status, JSON.stringify(integration.body)).toBe(201);
   otherVenue = await newVenue(stack.api, b.key, { name: 'Someone else’s venue' });
 });
 afterAll(async () => {
@@ -91,7 +93,7 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     const page = await signIn(a.key);
     await page.getByRole('link', { name: 'Harbour Hall' }).waitFor();
     expect(await page.locator('#venues').textContent()).not.toContain(otherVenue.name);
-    await page.locator('#connectors .status').filter({ hasText: /integrations|^$/ }).waitFor();
+    await page.locator('#connectors td').filter({ hasText: 'density' }).waitFor();
     expect(await page.evaluate('Object.keys(sessionStorage)')).toHaveLength(1);
     expect(await page.evaluate('localStorage.length')).toBe(0);
     await page.screenshot({ path: screenshot('overview') });
@@ -140,10 +142,6 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     const theirs = await request(`${stack.api.url}/api/alarms`, { key: b.key });
     expect(theirs.body.alarms).toEqual([]);
     expect(await page.evaluate('window.sameDocument')).toBe(true);
-    await page.locator('#predictions').scrollIntoViewIfNeeded();
-    await page.locator('#predictions .status').filter({ hasText: /^(No history yet.*|)$/ }).waitFor({ timeout: 60_000 });
-    await page.evaluate('window.scrollTo(0, 0)');
-    await page.screenshot({ path: screenshot('venue'), fullPage: true });
     await page.close();
   });
 
@@ -174,6 +172,10 @@ describe('the dashboard page in Chromium, against the running stack', () => {
       }, { timeout: 30_000 })
       .toMatch(/^entries · SUM per 1 hour · last 7 days · [1-9]\d* points?$/);
     expect(await page.locator('#telemetry canvas').count()).toBeGreaterThan(0);
+    await page.locator('#predictions').scrollIntoViewIfNeeded();
+    await page.locator('#predictions .status').filter({ hasText: /^(No history yet.*|)$/ }).waitFor({ timeout: 60_000 });
+    await page.evaluate('window.scrollTo(0, 0)');
+    await page.screenshot({ path: screenshot('venue'), fullPage: true });
 
     // A range the API refuses (too many points) is said in words, not a blank chart.
     await chart.getByLabel('Range').selectOption('28d');
@@ -181,6 +183,27 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     const error = page.locator('#telemetry [role=alert]');
     await error.waitFor();
     expect(await error.textContent()).toMatch(/^Could not load telemetry: .+ \(VALIDATION_ERROR\)$/);
+    await page.close();
+  });
+
+  it('a lost live connection says so, reconnects with backoff, and catches up', async () => {
+    const page = await signIn(a.key);
+    await page.getByRole('link', { name: 'Harbour Hall' }).click();
+    const live = page.locator('#live-status');
+    await page.locator('#live-status[data-state=live]').waitFor();
+    const hall = `#occupancy tr[data-zone="${hallId}"] .people`;
+    const before = Number(await text(page, hall));
+    const restart = await stack.stopEdge();
+    await page.locator('#live-status[data-state=retrying]').waitFor({ timeout: 15_000 });
+    expect(await live.textContent()).toMatch(/^Live updates lost \(.+\); reconnecting/);
+    // People arrive while the page is disconnected: it refetches on reconnecting.
+    await enterHall(1);
+    await restart();
+    await page.locator('#live-status[data-state=live]').waitFor({ timeout: 45_000 });
+    await expect.poll(() => text(page, hall), { timeout: 30_000 }).toBe(String(before + 1));
+    // And live pushes flow again on the new connection.
+    await enterHall(1);
+    await expect.poll(() => text(page, hall), { timeout: 30_000 }).toBe(String(before + 2));
     await page.close();
   });
 

@@ -39,6 +39,8 @@ export interface WebStack {
   api: RunningApi;
   fd: FrontDoor;
   browser: BrowserContext;
+  /** Shuts the edge down in order (clients get 1001); the returned function starts a new one on the same port. */
+  stopEdge(): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -66,8 +68,15 @@ export async function startWebStack(): Promise<WebStack> {
     stops.push(() => processors.stop());
     const rules: RunningAlarmRules = await runAlarmRules({ kafka, db, log, publisher, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300, commitIntervalMs: 0 });
     stops.push(() => rules.stop());
-    const edge = await startTestEdge(overrides);
+    let edge = await startTestEdge(overrides);
     stops.push(() => edge.close());
+    const stopEdge = async () => {
+      const port = edge.port;
+      await edge.close();
+      return async () => {
+        edge = await startTestEdge({ ...overrides, EDGE_PORT: String(port) });
+      };
+    };
     const fd = await startFrontDoor({ apiPort: Number(new URL(api.url).port), edgePort: edge.port });
     stops.push(() => fd.close());
     const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'venue-chromium-'));
@@ -80,7 +89,7 @@ export async function startWebStack(): Promise<WebStack> {
       viewport: { width: 1280, height: 900 },
     });
     stops.push(() => browser.close());
-    return { cfg, api, fd, browser, close };
+    return { cfg, api, fd, browser, stopEdge, close };
   } catch (err) {
     await close();
     throw err;
