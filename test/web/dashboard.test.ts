@@ -109,6 +109,7 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     expect(await occupancyError.textContent()).toMatch(/^Could not load occupancy: .+ \((FORBIDDEN|NOT_FOUND)\)$/);
     expect(await page.locator('#telemetry [role=alert]').textContent()).toMatch(/\((FORBIDDEN|NOT_FOUND)\)$/);
     expect(await page.locator('main').textContent()).not.toContain(otherVenue.name);
+    expect(await page.locator('.venue-title').textContent()).toBe('Venue not available');
     await page.close();
   });
 
@@ -224,6 +225,7 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     const again = await signIn(a.key);
     await again.getByRole('button', { name: 'Sign out' }).click();
     await again.getByLabel('API key').waitFor();
+    expect(await again.locator('form.sign-in [role=status]').textContent()).toMatch(/^Signed out/);
     expect(await again.evaluate('sessionStorage.length')).toBe(0);
     await again.close();
   });

@@ -124,6 +124,7 @@ const v = (id: string) => `/api/venues/${encodeURIComponent(id)}`;
 
 export const api = {
   venues: (key?: string) => call<{ data: Venue[]; total: number }>('/api/venues?limit=200', key ? { key } : {}),
+  venue: (id: string) => call<Venue>(v(id)),
   occupancy: (id: string) => call<Occupancy>(`${v(id)}/occupancy`),
   telemetry: (id: string, q: { key: string; startTs: number; endTs: number; interval: number; agg: string }) =>
     call<Record<string, Point[]>>(`${v(id)}/telemetry?keys=${q.key}&startTs=${q.startTs}&endTs=${q.endTs}&interval=${q.interval}&agg=${q.agg}`),

@@ -4,7 +4,7 @@
 import './style.css';
 import { api, session, setUnauthorizedHandler, type ApiError } from './api.js';
 import { fill } from './dom.js';
-import { overviewView, signInView, venueView, type VenueView } from './views.js';
+import { overviewView, signInView, venueView, type Notice, type VenueView } from './views.js';
 import { LiveSocket, type LiveState } from './ws.js';
 
 const app = document.getElementById('app')!;
@@ -28,7 +28,7 @@ function showLiveState(s: LiveState): void {
           : `Live updates stopped: ${s.why}`;
 }
 
-function signOut(notice?: string): void {
+function signOut(notice?: Notice): void {
   session.signOut();
   live?.close();
   live = null;
@@ -40,7 +40,7 @@ function signOut(notice?: string): void {
   render(notice);
 }
 
-setUnauthorizedHandler((err: ApiError) => signOut(`Your key was refused: ${err.text}. Sign in again.`));
+setUnauthorizedHandler((err: ApiError) => signOut({ text: `Your key was refused: ${err.text}. Sign in again.`, error: true }));
 
 function startLive(key: string): void {
   live = new LiveSocket(key, {
@@ -48,11 +48,11 @@ function startLive(key: string): void {
     onOccupancy: (venueId, zoneId, occupancy, time) => view?.onOccupancy(zoneId, occupancy, time),
     onAlarm: (alarm) => view?.onAlarm(alarm),
     onResubscribed: () => view?.refresh(),
-    onUnauthorized: (why) => signOut(`Your key was refused by the live stream: ${why}. Sign in again.`),
+    onUnauthorized: (why) => signOut({ text: `Your key was refused by the live stream: ${why}. Sign in again.`, error: true }),
   });
 }
 
-function render(notice?: string): void {
+function render(notice?: Notice): void {
   banner.hidden = true;
   view?.dispose();
   view = null;
@@ -95,7 +95,7 @@ function render(notice?: string): void {
   }
 }
 
-signOutButton.addEventListener('click', () => signOut('Signed out.'));
+signOutButton.addEventListener('click', () => signOut({ text: 'Signed out: the key is no longer kept in this tab.', error: false }));
 window.addEventListener('hashchange', () => render());
 // Never a blank page: anything unexpected is said in the banner.
 const fail = (what: unknown) => {

@@ -3,14 +3,20 @@
 
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { api, type Alarm, type Occupancy, type Venue } from './api.js';
+import { api, ApiError, type Alarm, type Occupancy, type Venue } from './api.js';
 import { clearStatus, fill, fmtTime, h, picker, section, showError } from './dom.js';
 
 // ---------------------------------------------------------------------------------------- sign-in
 
-export function signInView(onKey: (key: string, status: HTMLElement, button: HTMLButtonElement) => void, notice?: string): HTMLElement {
+/** A notice above the form: why the person is back here (an error) or that they signed out. */
+export interface Notice {
+  text: string;
+  error: boolean;
+}
+
+export function signInView(onKey: (key: string, status: HTMLElement, button: HTMLButtonElement) => void, notice?: Notice): HTMLElement {
   const input = h('input', { id: 'api-key', name: 'api-key', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false', placeholder: 'vt_live_…' });
-  const status = h('p', { class: notice ? 'status error' : 'status', role: notice ? 'alert' : 'status', 'aria-live': 'polite' }, notice ?? '');
+  const status = h('p', { class: notice?.error ? 'status error' : 'status', role: notice?.error ? 'alert' : 'status', 'aria-live': 'polite' }, notice?.text ?? '');
   const button = h('button', { type: 'submit' }, 'Sign in');
   const form = h(
     'form',
@@ -95,13 +101,12 @@ export function venueView(venueId: string): VenueView {
   const dwell = dwellSection(venueId);
   const loyalty = scoringSection(venueId);
   const heat = heatMapSection(venueId);
-  api.venues().then(
-    ({ data }) => {
-      const v = data.find((x) => x.id === venueId);
-      title.textContent = v ? v.name : 'Venue not found';
-      if (v) document.title = `${v.name} · Venue dashboard`;
+  api.venue(venueId).then(
+    (v) => {
+      title.textContent = v.name;
+      document.title = `${v.name} · Venue dashboard`;
     },
-    () => undefined, // the sections below show the API's error for this venue
+    (err) => (title.textContent = err instanceof ApiError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN') ? 'Venue not available' : 'Venue'),
   );
   const root = h(
     'div',
