@@ -109,7 +109,7 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     expect(await occupancyError.textContent()).toMatch(/^Could not load occupancy: .+ \((FORBIDDEN|NOT_FOUND)\)$/);
     expect(await page.locator('#telemetry [role=alert]').textContent()).toMatch(/\((FORBIDDEN|NOT_FOUND)\)$/);
     expect(await page.locator('main').textContent()).not.toContain(otherVenue.name);
-    expect(await page.locator('.venue-title').textContent()).toBe('Venue not available');
+    await expect.poll(() => page.locator('.venue-title').textContent()).toBe('Venue not available');
     await page.close();
   });
 
@@ -184,6 +184,33 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     const error = page.locator('#telemetry [role=alert]');
     await error.waitFor();
     expect(await error.textContent()).toMatch(/^Could not load telemetry: .+ \(VALIDATION_ERROR\)$/);
+    await page.close();
+  });
+
+  it('asks for the week of predictions only once the heat map is on screen, at most six calls at a time', async () => {
+    const page = await signIn(a.key);
+    await page.setViewportSize({ width: 1280, height: 400 }); // the heat map starts below the fold
+    let inFlight = 0;
+    let most = 0;
+    const cells = new Set<string>();
+    page.on('request', (r) => {
+      if (!r.url().includes('/predictions/occupancy?')) return;
+      const q = new URL(r.url()).searchParams;
+      cells.add(`${q.get('dayOfWeek')}:${q.get('hour')}`);
+      most = Math.max(most, ++inFlight);
+    });
+    const settled = (r: { url(): string }) => void (r.url().includes('/predictions/occupancy?') && inFlight--);
+    page.on('requestfinished', settled);
+    page.on('requestfailed', settled);
+    await page.getByRole('link', { name: 'Harbour Hall' }).click();
+    await page.getByTestId('chart-caption').filter({ hasText: 'last 24 hours' }).waitFor();
+    expect(cells.size).toBe(0); // below the fold: nothing asked yet
+    await page.locator('#predictions').scrollIntoViewIfNeeded();
+    await page.locator('#predictions .status').filter({ hasText: /^No history yet/ }).waitFor({ timeout: 60_000 });
+    expect(cells.size).toBe(7 * 24);
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(6);
+    expect(await page.locator('#predictions td[aria-label$="no history"]').count()).toBe(7 * 24);
     await page.close();
   });
 
