@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import type { Config } from '../../lib/config.js';
 import { derivedTopicNames } from '../../lib/events.js';
 import { createLogger } from '../../lib/logger.js';
@@ -10,24 +7,11 @@ import { repoPath } from '../../lib/paths.js';
 import { runAlarmRules, type RunningAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
 import { runProcessors, type RunningProcessors } from '../../pipeline/processors/run.js';
 import { runEventsSink, type RunningEventsSink } from '../../pipeline/sink/events-sink.js';
+import { launchChromium } from '../../scripts/lib/chromium.mjs';
 import { ensureWebBuild } from '../../scripts/lib/web.mjs';
 import { startTestEdge } from '../edge/support.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { startFrontDoor, type FrontDoor } from '../support/frontdoor.js';
-
-/** Debian's Chromium, as installed by the stack script (scripts/stack/packages.mjs). */
-export const CHROMIUM = '/usr/bin/chromium';
-/** Without these the browser tries to reach the network (updates, sync, QUIC) and hangs on a machine without one. */
-export const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 /**
  * The whole product on loopback for the browser: a real api and a real edge behind a real nginx
@@ -79,16 +63,9 @@ export async function startWebStack(): Promise<WebStack> {
     };
     const fd = await startFrontDoor({ apiPort: Number(new URL(api.url).port), edgePort: edge.port });
     stops.push(() => fd.close());
-    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'venue-chromium-'));
-    stops.push(async () => fs.rmSync(profile, { recursive: true, force: true }));
-    // A persistent context is the one way to give Playwright our own --user-data-dir: a fresh, throwaway profile.
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-      viewport: { width: 1280, height: 900 },
-    });
-    stops.push(() => browser.close());
+    const chromium = await launchChromium();
+    stops.push(() => chromium.close());
+    const browser = chromium.context;
     return { cfg, api, fd, browser, stopEdge, close };
   } catch (err) {
     await close();
