@@ -235,25 +235,49 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     await page.close();
   });
 
-  it('a key refused later sends the person back to sign-in; sign out forgets the key', async () => {
-    const op = await newOperator(stack.api, 'pro');
-    const page = await signIn(op.key);
-    await page.locator('#venues .status').waitFor();
-    await page.locator('#live-status[data-state=live]').waitFor();
-    const rotated = await request(`${stack.api.url}/api/keys/rotate`, { key: op.key, method: 'POST' });
-    expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
-    // The edge re-checks live connections' keys within seconds (4001): back to sign-in, with the reason.
+  it('a key refused later sends the person back to sign-in, from the API (401) or the live stream (4001)', async () => {
+    const rotate = async (op: TestOperator) => {
+      const rotated = await request(`${stack.api.url}/api/keys/rotate`, { key: op.key, method: 'POST' });
+      expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    };
+    const signedInAs = async (op: TestOperator) => {
+      const page = await signIn(op.key);
+      await page.locator('#venues .status').filter({ hasText: 'no venues' }).waitFor();
+      await page.locator('#live-status[data-state=live]').waitFor();
+      return page;
+    };
+    // The next API call after the rotation answers 401.
+    const rest = await newOperator(stack.api, 'pro');
+    const page = await signedInAs(rest);
+    await rotate(rest);
+    await page.evaluate(`location.hash = '#/venues/${venue.id}'`);
     const notice = page.locator('form.sign-in [role=alert]');
-    await notice.waitFor({ timeout: 30_000 });
-    expect(await notice.textContent()).toMatch(/Your key was refused .*UNAUTHORIZED/);
+    await notice.waitFor({ timeout: 10_000 });
+    expect(await notice.textContent()).toMatch(/^Your key was refused: .+ \(UNAUTHORIZED\)\. Sign in again\.$/);
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    expect(await page.locator('#live-status').isHidden()).toBe(true);
     await page.close();
 
+    // Idle on the page: the edge re-checks live connections' keys within seconds and closes with 4001.
+    const idle = await newOperator(stack.api, 'pro');
+    const idlePage = await signedInAs(idle);
+    await rotate(idle);
+    const idleNotice = idlePage.locator('form.sign-in [role=alert]');
+    await idleNotice.waitFor({ timeout: 30_000 });
+    expect(await idleNotice.textContent()).toMatch(/^Your key was refused by the live stream: .*UNAUTHORIZED.*Sign in again\.$/);
+    expect(await idlePage.evaluate('sessionStorage.length')).toBe(0);
+    await idlePage.close();
+  });
+
+  it('sign out forgets the key', async () => {
     const again = await signIn(a.key);
     await again.getByRole('button', { name: 'Sign out' }).click();
     await again.getByLabel('API key').waitFor();
     expect(await again.locator('form.sign-in [role=status]').textContent()).toMatch(/^Signed out/);
     expect(await again.evaluate('sessionStorage.length')).toBe(0);
+    expect(await again.locator('#live-status').isHidden()).toBe(true);
+    await again.reload();
+    await again.getByLabel('API key').waitFor();
     await again.close();
   });
 });
