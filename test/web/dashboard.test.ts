@@ -100,6 +100,33 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     await page.close();
   });
 
+  it('works from the keyboard alone, and every control has a name', async () => {
+    const page = await stack.browser.newPage();
+    await page.goto(`${stack.fd.url}/`);
+    // The key field has the focus on arrival; Enter submits.
+    await page.keyboard.type(a.key);
+    await page.keyboard.press('Enter');
+    const link = page.getByRole('link', { name: 'Harbour Hall' });
+    await link.waitFor();
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#occupancy table').waitFor();
+    expect(await page.locator('h1').count()).toBe(1);
+    expect(await page.locator('section h2').allTextContents()).toEqual(
+      expect.arrayContaining(['Live occupancy', 'Alarms', 'Telemetry', 'Dwell time', 'Visitor loyalty', 'Expected occupancy by day and hour']),
+    );
+    const unnamed = await page
+      .locator('button, select, input, a')
+      .evaluateAll((els) => els.filter((e) => !((e as unknown as { labels?: { length: number } }).labels?.length || e.getAttribute('aria-label') || e.textContent?.trim())).map((e) => e.outerHTML));
+    expect(unnamed).toEqual([]);
+    // A picker changed with the keyboard reloads its chart.
+    const asked = page.waitForRequest((r) => r.url().includes('/telemetry?') && r.url().includes('agg=MAX'));
+    await page.locator('#telemetry select[name=agg]').focus();
+    await page.keyboard.press('ArrowDown'); // AVG → MAX
+    await asked;
+    await page.close();
+  });
+
   it('another operator’s venue: every section says FORBIDDEN or NOT_FOUND in words, nothing of it is shown', async () => {
     const page = await signIn(a.key);
     await page.getByRole('link', { name: 'Harbour Hall' }).waitFor();
