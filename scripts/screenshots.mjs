@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm run screenshots -- --key KEY [--url http://127.0.0.1:8080] [--venue ID]`: signs in to the
 // running dashboard (`npm run up`, best after `npm run simulate -- --backfill 7d`) in headless
-// Chromium and writes docs/screenshots/overview.png and venue.png (the first venue unless --venue).
-// The browser tests write the same files from their own small scenario.
+// Chromium and writes docs/screenshots/sign-in.png, overview.png and venue.png (the first venue
+// unless --venue). The browser tests take the same views into the temp directory, not docs/.
 import { parseArgs } from 'node:util';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,8 @@ const browser = await launchChromium();
 try {
   const page = await browser.context.newPage();
   await page.goto(`${values.url}/`);
+  await page.getByLabel('API key').waitFor();
+  await page.screenshot({ path: out('sign-in') });
   await page.getByLabel('API key').fill(values.key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   const first = page.locator('#venues a.venue-link').first();
@@ -35,7 +37,7 @@ try {
   await page.waitForFunction(() => ![...document.querySelectorAll('.status')].some((s) => s.textContent?.startsWith('Loading')), null, { timeout: 120_000 });
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: out('venue'), fullPage: true });
-  console.log(`wrote ${out('overview')} and ${out('venue')}`);
+  console.log(`wrote ${['sign-in', 'overview', 'venue'].map(out).join(', ')}`);
 } finally {
   await browser.close();
 }

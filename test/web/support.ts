@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import type { Config } from '../../lib/config.js';
 import { derivedTopicNames } from '../../lib/events.js';
@@ -73,5 +76,12 @@ export async function startWebStack(): Promise<WebStack> {
   }
 }
 
-/** Where the screenshots shown in the docs are kept. */
-export const screenshot = (name: string) => repoPath('docs', 'screenshots', `${name}.png`);
+/**
+ * Where a run keeps its screenshot of each main view (to look at after a failure). Not docs/:
+ * a test run must not change tracked files; `npm run screenshots` writes those.
+ */
+export const SCREENSHOTS = path.join(os.tmpdir(), 'venue-web-screenshots');
+export function screenshot(name: string): string {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  return path.join(SCREENSHOTS, `${name}.png`);
+}
