@@ -1,4 +1,5 @@
-# One image for api, edge and pipeline; the command picks the process.
+# One image for api, edge and pipeline (the last stage, the default target); the command picks the
+# process. The `frontdoor` target is nginx with the dashboard page built in (docs/web.md).
 #
 # Node 24 (LTS) on Debian 13 "trixie". Local development pins uWebSockets.js to
 # @trufflesuite/uws-js-unofficial (package.json), whose binaries stop at Node 20 (end of life
@@ -8,11 +9,13 @@
 # See docs/security.md, "Container image". Not built in CI: there is no Docker engine on our machines.
 ARG NODE_IMAGE=node:24-trixie-slim
 
-FROM ${NODE_IMAGE} AS build
+FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No install scripts: nothing the image runs needs one (the test-only chdb would download a library).
 RUN npm ci --no-audit --no-fund --ignore-scripts
+
+FROM deps AS build
 COPY tsconfig.json tsconfig.build.json ./
 COPY apps apps
 COPY pipeline pipeline
@@ -44,7 +47,18 @@ RUN set -eu; \
     rm -rf /tmp/uws; \
     node --input-type=module -e "const { default: uWS } = await import('uWebSockets.js'); if (typeof uWS.App !== 'function') throw new Error('uWebSockets.js did not load');"
 
-FROM ${NODE_IMAGE}
+# The dashboard page: static files built by Vite (dev dependencies, hence from `deps`).
+FROM deps AS web
+COPY apps/web apps/web
+RUN node node_modules/vite/bin/vite.js build apps/web
+
+# The front door: nginx with its config, the shared includes and the page.
+FROM nginx:1.27 AS frontdoor
+COPY deploy/nginx.conf /etc/nginx/nginx.conf
+COPY stack/nginx/frontdoor-logging.conf stack/nginx/frontdoor-errors.conf stack/nginx/frontdoor-web.conf /etc/nginx/
+COPY --from=web /app/apps/web/dist /usr/share/nginx/dashboard
+
+FROM ${NODE_IMAGE} AS app
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json ./

@@ -31,7 +31,7 @@ import {
   portsInUse, readState, rel, tail, waitFor, withLock, writeState,
 } from './stack/common.mjs';
 import { engineEnv, ensureDotEnv, resolveEnv } from './stack/env.mjs';
-import { ensurePackages } from './stack/packages.mjs';
+import { chromium, ensurePackages } from './stack/packages.mjs';
 import { postgres } from './stack/postgres.mjs';
 import { redis } from './stack/redis.mjs';
 import { clickhouse } from './stack/clickhouse.mjs';
@@ -110,7 +110,7 @@ export async function up({ quiet = false } = {}) {
     if (added.length) log(`.env       ${hadDotEnv ? `added ${added.join(', ')}` : 'created'}  (${rel(FILES.dotenv)})`);
 
     const engines = engineEnv();
-    await ensurePackages(SERVICES.filter((s) => !isExternal(s, engines)), log, quiet);
+    await ensurePackages([...SERVICES.filter((s) => !isExternal(s, engines)), chromium], log, quiet);
 
     const state = readState();
     state.services ||= {};

@@ -1,18 +1,25 @@
 #!/usr/bin/env node
-// `npm run up`: provisions and starts the local stack, migrates, then runs api, edge and pipeline
-// in the foreground with interleaved, readable logs. Ctrl-C stops the three processes cleanly;
-// the engines keep running until `npm run down`.
+// `npm run up`: provisions and starts the local stack, migrates, builds the dashboard page when
+// missing or stale, then runs api, edge and pipeline in the foreground with interleaved, readable
+// logs. Ctrl-C stops the three processes cleanly; the engines keep running until `npm run down`.
 import { spawn, spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureNodeModules, build } from './lib/deps.mjs';
+import { ensureWebBuild } from './lib/web.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 ensureNodeModules(root);
 const { up } = await import('./stack.mjs');
 const { env } = await up();
 build(root);
+try {
+  ensureWebBuild(root);
+} catch (err) {
+  console.error(err.message);
+  process.exit(1);
+}
 
 const migrate = spawnSync(process.execPath, [join(root, 'dist/scripts/migrate.js')], { cwd: root, stdio: 'inherit' });
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
@@ -68,6 +75,7 @@ for (let i = 0; i < 60 && !stopping; i++) {
   const health = await fetch(`${base}/health`).then((r) => r.json()).catch(() => null);
   if (health?.status === 'healthy') {
     console.log(`\n  Service ready at ${base}   (WebSocket: ${base.replace(/^http/, 'ws')}/ws)`);
+    console.log(`  Dashboard: ${base}/  (sign in with an operator's API key)`);
     console.log(`  Admin secret: ADMIN_SECRET in ${join(root, '.env')}`);
     console.log('  Ctrl-C stops api, edge and pipeline; `npm run down` stops the engines.\n');
     break;

@@ -1,11 +1,12 @@
-// nginx (Debian's nginx-light), the front door on 8080: /ws to the edge, everything else to the api.
+// nginx (Debian's nginx-light), the front door on 8080: the dashboard page at / (static, from
+// apps/web/dist), /ws to the edge, everything else to the api.
 // The config is rendered from stack/nginx/; writeFrontDoor() and nginxArgs() are exported so the
 // front-door tests run an nginx of their own from exactly the same files.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  PORTS, STACK_DIR, StackError, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, render, run, sleep, which,
+  PORTS, ROOT, STACK_DIR, StackError, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, render, run, sleep, which,
   writeIfChanged,
 } from './common.mjs';
 import { upstreamPorts } from './env.mjs';
@@ -26,18 +27,20 @@ function hardNofile() {
 export const nginxBinary = () => which('nginx');
 
 /** Files nginx.conf includes, copied from stack/nginx/ next to it (deploy/nginx.conf uses them too). */
-const INCLUDES = ['frontdoor-logging.conf', 'frontdoor-errors.conf'];
+const INCLUDES = ['frontdoor-logging.conf', 'frontdoor-errors.conf', 'frontdoor-web.conf'];
+/** The dashboard page's build (`npm run build:web`), served at `/`. */
+export const WEB_ROOT = path.join(ROOT, 'apps', 'web', 'dist');
 /** Created by us, not by nginx: nginx would make them 0644, and they must not be world-readable. */
 export const LOG_FILES = ['access.log', 'error.log', 'nginx.out'];
 export const LOG_MODE = 0o600;
 
 /** nginx.conf for a front door whose files live under `prefix`, listening on 127.0.0.1:`port`. */
-export function renderConfig({ prefix, port, apiPort, edgePort }) {
+export function renderConfig({ prefix, port, apiPort, edgePort, webRoot = WEB_ROOT }) {
   // Each proxied connection needs two descriptors; stay within the hard open-files limit.
   const nofile = Math.min(hardNofile(), 65536);
   const workerConnections = Math.max(512, Math.min(16384, Math.floor(nofile / 2) - 32));
   return render('nginx/nginx.conf', {
-    PREFIX: prefix, PORT: port, API_PORT: apiPort, EDGE_PORT: edgePort, NOFILE: nofile, WORKER_CONNECTIONS: workerConnections,
+    PREFIX: prefix, PORT: port, API_PORT: apiPort, EDGE_PORT: edgePort, WEB_ROOT: webRoot, NOFILE: nofile, WORKER_CONNECTIONS: workerConnections,
   });
 }
 
@@ -48,7 +51,7 @@ export function renderConfig({ prefix, port, apiPort, edgePort }) {
  * in clear, so they are emptied when that config is replaced. Returns whether any config file
  * changed (a running nginx must reload) and which logs were emptied.
  */
-export function writeFrontDoor(prefix, { port, apiPort, edgePort }) {
+export function writeFrontDoor(prefix, { port, apiPort, edgePort, webRoot = WEB_ROOT }) {
   mkdirp(path.join(prefix, 'tmp'));
   const previous = readText(path.join(prefix, 'nginx.conf'));
   const unmasked = previous != null && !previous.includes(INCLUDES[0]);
@@ -56,7 +59,7 @@ export function writeFrontDoor(prefix, { port, apiPort, edgePort }) {
   for (const file of INCLUDES) {
     changed = writeIfChanged(path.join(prefix, file), fs.readFileSync(path.join(TEMPLATES, 'nginx', file), 'utf8')) || changed;
   }
-  changed = writeIfChanged(path.join(prefix, 'nginx.conf'), renderConfig({ prefix, port, apiPort, edgePort })) || changed;
+  changed = writeIfChanged(path.join(prefix, 'nginx.conf'), renderConfig({ prefix, port, apiPort, edgePort, webRoot })) || changed;
   const emptied = [];
   for (const file of LOG_FILES) {
     const p = path.join(prefix, file);

@@ -1,7 +1,13 @@
 // Installs (with apt-get, as root) the Debian packages the local engines need and lacks.
 // Each engine module says what it misses through `missingPackages()`.
 
-import { FILES, isRoot, rel, run } from './common.mjs';
+import { FILES, isRoot, rel, run, which } from './common.mjs';
+
+/** Debian's Chromium, driven by the browser tests (test/web/) through playwright-core. */
+export const chromium = {
+  name: 'chromium',
+  missingPackages: () => (which('chromium') ? [] : ['chromium']),
+};
 
 const missingOf = (services) => [...new Set(services.flatMap((s) => s.missingPackages()))];
 

@@ -21,9 +21,17 @@ describe('deployment files', () => {
     for (const include of build.include) expect(copied, include).toContain(include.split('/')[0]);
   });
 
-  it('mount the front door files that exist', () => {
-    const mounts = [...compose.matchAll(/- \.\/([\w./-]+):\/etc\/nginx\//g)].map((m) => m[1]!);
-    expect(mounts).toEqual(['deploy/nginx.conf', 'stack/nginx/frontdoor-logging.conf', 'stack/nginx/frontdoor-errors.conf']);
-    for (const file of mounts) expect(fs.existsSync(repoPath(file)), file).toBe(true);
+  it('build the front door image from files that exist: its config, every file that config includes, and the page', () => {
+    const stage = dockerfile.slice(dockerfile.indexOf(' AS frontdoor')).split('\nFROM ')[0]!;
+    const copied = [...stage.matchAll(/^COPY (?!--from)(.+) \/etc\/nginx\/\S*$/gm)].flatMap((m) => m[1]!.split(' '));
+    expect(copied).toContain('deploy/nginx.conf');
+    for (const file of copied) expect(fs.existsSync(repoPath(file)), file).toBe(true);
+    const deploy = fs.readFileSync(repoPath('deploy', 'nginx.conf'), 'utf8');
+    const includes = [...deploy.matchAll(/include \/etc\/nginx\/([\w.-]+);/g)].map((m) => m[1]!);
+    expect(includes).toContain('frontdoor-web.conf');
+    for (const file of includes) expect(copied, file).toContain(`stack/nginx/${file}`);
+    expect(stage).toContain('COPY --from=web /app/apps/web/dist /usr/share/nginx/dashboard');
+    expect(deploy).toContain('root /usr/share/nginx/dashboard;');
+    expect(compose).toMatch(/\n {2}frontdoor:\n(?: {4}.*\n)*? {4}build: \{ context: \., target: frontdoor \}/);
   });
 });

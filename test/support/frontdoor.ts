@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { repoPath } from '../../lib/paths.js';
-import { LOG_FILES, nginxArgs, nginxBinary, writeFrontDoor } from '../../scripts/stack/nginx.mjs';
+import { LOG_FILES, nginxArgs, nginxBinary, WEB_ROOT, writeFrontDoor } from '../../scripts/stack/nginx.mjs';
 
 /**
  * A real nginx (the stack's binary) on a free loopback port, run from files written by the stack's
@@ -110,12 +110,13 @@ export async function startFrontDoor(upstreams: { apiPort: number; edgePort: num
 /** The compose deployment's front door: deploy/nginx.conf with the container paths, hosts and port made local. */
 export async function startDeployFrontDoor(upstreams: { apiPort: number; edgePort: number }): Promise<FrontDoor> {
   const dir = tempDir();
-  for (const f of ['frontdoor-logging.conf', 'frontdoor-errors.conf']) fs.copyFileSync(repoPath('stack', 'nginx', f), path.join(dir, f));
+  for (const f of ['frontdoor-logging.conf', 'frontdoor-errors.conf', 'frontdoor-web.conf']) fs.copyFileSync(repoPath('stack', 'nginx', f), path.join(dir, f));
   fs.mkdirSync(path.join(dir, 'logs'));
   const port = await freePort();
   let conf = fs.readFileSync(repoPath('deploy', 'nginx.conf'), 'utf8');
   for (const [from, to] of [
     ['/etc/nginx/', `${dir}/`],
+    ['root /usr/share/nginx/dashboard;', `root ${WEB_ROOT};`],
     ['server api:3000', `server ${HOST}:${upstreams.apiPort}`],
     ['server edge:3001', `server ${HOST}:${upstreams.edgePort}`],
     ['listen 8080;', `listen ${HOST}:${port};`],

@@ -1,0 +1,310 @@
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from '../support/http.js';
+import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
+import { screenshot, startWebStack, type WebStack } from './support.js';
+
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+
+let stack: WebStack;
+let a: TestOperator;
+let b: TestOperator;
+let venue: { id: string; name: string };
+let hallId: string;
+let otherVenue: { id: string; name: string };
+
+beforeAll(async () => {
+  stack = await startWebStack();
+  [a, b] = await Promise.all([newOperator(stack.api, 'pro'), newOperator(stack.api, 'pro')]);
+  venue = await newVenue(stack.api, a.key, { name: 'Harbour Hall', timezone: 'Europe/Lisbon' });
+  const zone = await request(`${stack.api.url}/api/venues/${venue.id}/zones`, { key: a.key, json: { slug: 'hall', name: 'Main hall', type: 'area', capacity: 5 } });
+  expect(zone.status, JSON.stringify(zone.body)).toBe(201);
+  hallId = zone.body.id;
+  const integration = await request(`${stack.api.url}/api/venues/${venue.id}/integrations`, { key: a.key, json: { connector_type: 'density', config: { api_token: 'density-token' } } });
+  expect(integration.status, JSON.stringify(integration.body)).toBe(201);
+  otherVenue = await newVenue(stack.api, b.key, { name: 'Someone else’s venue' });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+/** People entering the hall through a Density doorway counter, through the front door's POST /ingest. */
+async function enterHall(people: number): Promise<void> {
+  const res = await request(`${stack.fd.url}/ingest`, {
+    key: a.key,
+    json: {
+      venue_id: venue.id,
+      connector_type: 'density',
+      events: Array.from({ length: people }, () => ({
+        type: 'entry',
+        timestamp: new Date(Date.now() - 1000).toISOString(),
+        payload: { space_id: 'spc_hall', doorway_id: 'drw_north', direction: 1, zone: 'hall' },
+      })),
+    },
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  expect(res.body.accepted, JSON.stringify(res.body)).toBe(people);
+}
+
+async function signIn(key: string): Promise<Page> {
+  const page = await stack.browser.newPage();
+  await page.goto(`${stack.fd.url}/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  return page;
+}
+
+const text = (page: Page, selector: string) => page.locator(selector).first().textContent({ timeout: 1000 }).catch(() => null);
+
+describe('the dashboard page in Chromium, against the running stack', () => {
+  it('is served by the front door at / (the API keeps its JSON answers)', async () => {
+    const page = await fetch(`${stack.fd.url}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    const asset = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect(asset).toBeDefined();
+    const js = await fetch(`${stack.fd.url}${asset}`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(js.headers.get('cache-control')).toContain('immutable');
+    for (const path of ['/assets/missing.js', '/api/nothing-here']) {
+      const res = await fetch(`${stack.fd.url}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(await res.json(), path).toMatchObject({ code: 'NOT_FOUND' });
+    }
+    const post = await fetch(`${stack.fd.url}/`, { method: 'POST', body: '{}' });
+    expect(post.status).toBe(405);
+    expect(await post.json()).toMatchObject({ code: 'METHOD_NOT_ALLOWED' });
+  });
+
+  it('a bad key: sign-in says why in words and keeps nothing', async () => {
+    const page = await signIn(`vt_live_${'0'.repeat(40)}`);
+    const alert = page.locator('form.sign-in [role=alert]');
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(/^Sign-in failed: .+ \(UNAUTHORIZED\)$/);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    await page.screenshot({ path: screenshot('sign-in') });
+    await page.close();
+  });
+
+  it('signs in, lists only the operator’s own venues, and shows connector health', async () => {
+    const page = await signIn(a.key);
+    await page.getByRole('link', { name: 'Harbour Hall' }).waitFor();
+    expect(await page.locator('#venues').textContent()).not.toContain(otherVenue.name);
+    await page.locator('#connectors td').filter({ hasText: 'density' }).waitFor();
+    expect(await page.evaluate('Object.keys(sessionStorage)')).toHaveLength(1);
+    expect(await page.evaluate('localStorage.length')).toBe(0);
+    await page.screenshot({ path: screenshot('overview') });
+    await page.close();
+  });
+
+  it('works from the keyboard alone, and every control has a name', async () => {
+    const page = await stack.browser.newPage();
+    await page.goto(`${stack.fd.url}/`);
+    // The key field has the focus on arrival; Enter submits.
+    await page.keyboard.type(a.key);
+    await page.keyboard.press('Enter');
+    const link = page.getByRole('link', { name: 'Harbour Hall' });
+    await link.waitFor();
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#occupancy table').waitFor();
+    expect(await page.locator('h1').count()).toBe(1);
+    expect(await page.locator('section h2').allTextContents()).toEqual(
+      expect.arrayContaining(['Live occupancy', 'Alarms', 'Telemetry', 'Dwell time', 'Visitor loyalty', 'Expected occupancy by day and hour']),
+    );
+    const unnamed = await page
+      .locator('button, select, input, a')
+      .evaluateAll((els) => els.filter((e) => !((e as unknown as { labels?: { length: number } }).labels?.length || e.getAttribute('aria-label') || e.textContent?.trim())).map((e) => e.outerHTML));
+    expect(unnamed).toEqual([]);
+    // A picker changed with the keyboard reloads its chart.
+    const asked = page.waitForRequest((r) => r.url().includes('/telemetry?') && r.url().includes('agg=MAX'));
+    await page.locator('#telemetry select[name=agg]').focus();
+    await page.keyboard.press('ArrowDown'); // AVG → MAX
+    await asked;
+    await page.close();
+  });
+
+  it('another operator’s venue: every section says FORBIDDEN or NOT_FOUND in words, nothing of it is shown', async () => {
+    const page = await signIn(a.key);
+    await page.getByRole('link', { name: 'Harbour Hall' }).waitFor();
+    await page.goto(`${stack.fd.url}/#/venues/${otherVenue.id}`);
+    const occupancyError = page.locator('#occupancy [role=alert]');
+    await occupancyError.waitFor();
+    expect(await occupancyError.textContent()).toMatch(/^Could not load occupancy: .+ \((FORBIDDEN|NOT_FOUND)\)$/);
+    expect(await page.locator('#telemetry [role=alert]').textContent()).toMatch(/\((FORBIDDEN|NOT_FOUND)\)$/);
+    expect(await page.locator('main').textContent()).not.toContain(otherVenue.name);
+    await expect.poll(() => page.locator('.venue-title').textContent()).toBe('Venue not available');
+    await page.close();
+  });
+
+  it('shows occupancy change live, raises an alarm over capacity, and acknowledges it, without reloading', async () => {
+    const page = await signIn(a.key);
+    await page.getByRole('link', { name: 'Harbour Hall' }).click();
+    const hall = `#occupancy tr[data-zone="${hallId}"]`;
+    await page.locator(hall).waitFor();
+    await page.locator('#live-status[data-state=live]').waitFor();
+    expect(await text(page, `${hall} .people`)).toBe('0');
+    await page.evaluate('window.sameDocument = true');
+
+    await enterHall(3);
+    await expect.poll(() => text(page, `${hall} .people`), { timeout: 30_000 }).toBe('3');
+    expect(await page.locator(hall).textContent()).toContain('60 %');
+    expect(await page.locator('#alarms').textContent()).toContain('No alarms for this venue.');
+
+    await enterHall(3); // 6 people for 5 places
+    await expect.poll(() => text(page, `${hall} .people`), { timeout: 30_000 }).toBe('6');
+    const row = page.locator('#alarms tr[data-alarm]');
+    await row.first().waitFor({ timeout: 30_000 });
+    await expect.poll(() => row.first().getAttribute('data-status'), { timeout: 30_000 }).toBe('ACTIVE_UNACK');
+    expect(await row.first().textContent()).toContain('CRITICAL');
+    const alarmId = (await row.first().getAttribute('data-alarm'))!;
+
+    await row.first().getByRole('button', { name: /^Acknowledge/ }).click();
+    await expect.poll(() => row.first().getAttribute('data-status'), { timeout: 30_000 }).toBe('ACTIVE_ACK');
+    const listed = await request(`${stack.api.url}/api/alarms?venue_id=${venue.id}`, { key: a.key });
+    expect(listed.body.alarms.find((x: { id: string }) => x.id === alarmId)).toMatchObject({ status: 'ACTIVE_ACK', severity: 'CRITICAL' });
+    // The other operator sees none of it.
+    const theirs = await request(`${stack.api.url}/api/alarms`, { key: b.key });
+    expect(theirs.body.alarms).toEqual([]);
+    expect(await page.evaluate('window.sameDocument')).toBe(true);
+    await page.close();
+  });
+
+  it('switches a chart’s range, interval and aggregation, and asks the API for exactly that', async () => {
+    const page = await signIn(a.key);
+    await page.getByRole('link', { name: 'Harbour Hall' }).click();
+    const chart = page.locator('#telemetry');
+    const caption = chart.getByTestId('chart-caption');
+    await caption.filter({ hasText: 'last 24 hours' }).waitFor();
+
+    const asked = page.waitForRequest((r) => r.url().includes('/telemetry?'));
+    await chart.getByLabel('Range').selectOption('7d');
+    const q = new URL((await asked).url()).searchParams;
+    expect(Number(q.get('endTs')) - Number(q.get('startTs'))).toBe(7 * DAY);
+    expect(q.get('interval')).toBe(String(HOUR));
+    await caption.filter({ hasText: 'occupancy · AVG per 1 hour · last 7 days' }).waitFor();
+
+    const summed = page.waitForRequest((r) => r.url().includes('/telemetry?') && r.url().includes('agg=SUM'));
+    await chart.getByLabel('Key').selectOption('entries');
+    await chart.getByLabel('Aggregation').selectOption('SUM');
+    expect(new URL((await summed).url()).searchParams.get('keys')).toBe('entries');
+    // The six entries of the scenario above, stored by the sink, in the hourly buckets.
+    await expect
+      .poll(async () => {
+        await chart.getByLabel('Aggregation').selectOption('MAX');
+        await chart.getByLabel('Aggregation').selectOption('SUM');
+        return caption.textContent();
+      }, { timeout: 30_000 })
+      .toMatch(/^entries · SUM per 1 hour · last 7 days · [1-9]\d* points?$/);
+    expect(await page.locator('#telemetry canvas').count()).toBeGreaterThan(0);
+    await page.locator('#predictions').scrollIntoViewIfNeeded();
+    await page.locator('#predictions .status').filter({ hasText: /^(No history yet.*|)$/ }).waitFor({ timeout: 60_000 });
+    await page.evaluate('window.scrollTo(0, 0)');
+    await page.screenshot({ path: screenshot('venue'), fullPage: true });
+
+    // A range the API refuses (too many points) is said in words, not a blank chart.
+    await chart.getByLabel('Range').selectOption('28d');
+    await chart.getByLabel('Interval').selectOption(String(60_000));
+    const error = page.locator('#telemetry [role=alert]');
+    await error.waitFor();
+    expect(await error.textContent()).toMatch(/^Could not load telemetry: .+ \(VALIDATION_ERROR\)$/);
+    await page.close();
+  });
+
+  it('asks for the week of predictions only once the heat map is on screen, at most six calls at a time', async () => {
+    const page = await signIn(a.key);
+    await page.setViewportSize({ width: 1280, height: 400 }); // the heat map starts below the fold
+    let inFlight = 0;
+    let most = 0;
+    const cells = new Set<string>();
+    page.on('request', (r) => {
+      if (!r.url().includes('/predictions/occupancy?')) return;
+      const q = new URL(r.url()).searchParams;
+      cells.add(`${q.get('dayOfWeek')}:${q.get('hour')}`);
+      most = Math.max(most, ++inFlight);
+    });
+    const settled = (r: { url(): string }) => void (r.url().includes('/predictions/occupancy?') && inFlight--);
+    page.on('requestfinished', settled);
+    page.on('requestfailed', settled);
+    await page.getByRole('link', { name: 'Harbour Hall' }).click();
+    await page.getByTestId('chart-caption').filter({ hasText: 'last 24 hours' }).waitFor();
+    expect(cells.size).toBe(0); // below the fold: nothing asked yet
+    await page.locator('#predictions').scrollIntoViewIfNeeded();
+    await page.locator('#predictions .status').filter({ hasText: /^No history yet/ }).waitFor({ timeout: 60_000 });
+    expect(cells.size).toBe(7 * 24);
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(6);
+    expect(await page.locator('#predictions td[aria-label$="no history"]').count()).toBe(7 * 24);
+    await page.close();
+  });
+
+  it('a lost live connection says so, reconnects with backoff, and catches up', async () => {
+    const page = await signIn(a.key);
+    await page.getByRole('link', { name: 'Harbour Hall' }).click();
+    const live = page.locator('#live-status');
+    await page.locator('#live-status[data-state=live]').waitFor();
+    const hall = `#occupancy tr[data-zone="${hallId}"] .people`;
+    const before = Number(await text(page, hall));
+    const restart = await stack.stopEdge();
+    await page.locator('#live-status[data-state=retrying]').waitFor({ timeout: 15_000 });
+    expect(await live.textContent()).toMatch(/^Live updates lost \(.+\); reconnecting/);
+    // People arrive while the page is disconnected: it refetches on reconnecting.
+    await enterHall(1);
+    await restart();
+    await page.locator('#live-status[data-state=live]').waitFor({ timeout: 45_000 });
+    await expect.poll(() => text(page, hall), { timeout: 30_000 }).toBe(String(before + 1));
+    // And live pushes flow again on the new connection.
+    await enterHall(1);
+    await expect.poll(() => text(page, hall), { timeout: 30_000 }).toBe(String(before + 2));
+    await page.close();
+  });
+
+  it('a key refused later sends the person back to sign-in, from the API (401) or the live stream (4001)', async () => {
+    const rotate = async (op: TestOperator) => {
+      const rotated = await request(`${stack.api.url}/api/keys/rotate`, { key: op.key, method: 'POST' });
+      expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    };
+    const signedInAs = async (op: TestOperator) => {
+      const page = await signIn(op.key);
+      await page.locator('#venues .status').filter({ hasText: 'no venues' }).waitFor();
+      await page.locator('#live-status[data-state=live]').waitFor();
+      return page;
+    };
+    // The next API call after the rotation answers 401.
+    const rest = await newOperator(stack.api, 'pro');
+    const page = await signedInAs(rest);
+    await rotate(rest);
+    await page.evaluate(`location.hash = '#/venues/${venue.id}'`);
+    const notice = page.locator('form.sign-in [role=alert]');
+    await notice.waitFor({ timeout: 10_000 });
+    expect(await notice.textContent()).toMatch(/^Your key was refused: .+ \(UNAUTHORIZED\)\. Sign in again\.$/);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    expect(await page.locator('#live-status').isHidden()).toBe(true);
+    await page.close();
+
+    // Idle on the page: the edge re-checks live connections' keys within seconds and closes with 4001.
+    const idle = await newOperator(stack.api, 'pro');
+    const idlePage = await signedInAs(idle);
+    await rotate(idle);
+    const idleNotice = idlePage.locator('form.sign-in [role=alert]');
+    await idleNotice.waitFor({ timeout: 30_000 });
+    expect(await idleNotice.textContent()).toMatch(/^Your key was refused by the live stream: .*UNAUTHORIZED.*Sign in again\.$/);
+    expect(await idlePage.evaluate('sessionStorage.length')).toBe(0);
+    await idlePage.close();
+  });
+
+  it('sign out forgets the key', async () => {
+    const again = await signIn(a.key);
+    await again.getByRole('button', { name: 'Sign out' }).click();
+    await again.getByLabel('API key').waitFor();
+    expect(await again.locator('form.sign-in [role=status]').textContent()).toMatch(/^Signed out/);
+    expect(await again.evaluate('sessionStorage.length')).toBe(0);
+    expect(await again.locator('#live-status').isHidden()).toBe(true);
+    await again.reload();
+    await again.getByLabel('API key').waitFor();
+    await again.close();
+  });
+});
