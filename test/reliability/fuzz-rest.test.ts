@@ -91,7 +91,7 @@ const queryArb = (op: AnyOperation) =>
 
 /** A valid body per writing operation: the fuzzer sends it as is or with one field replaced by junk, so handlers get past validation too. */
 const validBody = (op: AnyOperation, n: number): Record<string, unknown> | undefined =>
-  ({
+  (<Record<string, Record<string, unknown>>>{
     'post /api/operators': { name: `fuzz ${n}`, email: `fuzz-${n}@example.com` },
     'put /api/operators/{id}/plan': { plan: 'enterprise' },
     'post /api/venues': { name: `fuzz ${n}`, timezone: 'Europe/Berlin' },
@@ -122,12 +122,11 @@ const bodyArb = (op: AnyOperation): fc.Arbitrary<{ body: Buffer; type: string } 
     .tuple(fc.nat(), fc.option(fc.tuple(fc.constantFrom(...keys), fieldValue), { freq: 2 }))
     .map(([n, change]) => {
       const body = validBody(op, n);
-      return body === undefined ? undefined : Buffer.from(JSON.stringify(change ? { ...body, [change[0]]: change[1] } : body));
-    })
-    .filter((b): b is Buffer => b !== undefined);
-  const junk = [{ weight: 5, arbitrary: shaped }, { weight: 1, arbitrary: junkValue.map((v) => Buffer.from(JSON.stringify(v) ?? 'null')) }, { weight: 2, arbitrary: rawJunkBody }];
+      return Buffer.from(JSON.stringify(change ? { ...body, [change[0]]: change[1] } : (body ?? {})));
+    });
+  const junk: Array<fc.WeightedArbitrary<Buffer>> = [{ weight: 5, arbitrary: shaped }, { weight: 1, arbitrary: junkValue.map((v) => Buffer.from(JSON.stringify(v) ?? 'null')) }, { weight: 2, arbitrary: rawJunkBody }];
   const json = fc.oneof(...(validBody(op, 0) ? [{ weight: 6, arbitrary: valid }, ...junk] : junk));
-  const withBody = fc.record({
+  const withBody: fc.Arbitrary<{ body: Buffer; type: string }> = fc.record({
     body: json,
     type: fc.oneof({ weight: 4, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
   });
