@@ -93,8 +93,18 @@ await db.end();
 await migrateClickhouse(serverExecutor(chAdmin), 'venue_chaos');
 await chAdmin.close();
 
-const apis = PORTS.map((port, i) => ({ port, proc: startProcess(`api${i}`, 'dist/apps/api/main.js', { ...env, API_PORT: String(port) }) }));
-let pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', env);
+/** Processes that died without being killed by the runner (a crash is a failure of the fault it happened in). */
+const crashes: string[] = [];
+const killedByUs = new Set<number>();
+function supervised(name: string, entry: string, procEnv: Record<string, string>) {
+  const proc = startProcess(name, entry, procEnv);
+  proc.child.once('exit', (code, signal) => {
+    if (!killedByUs.has(proc.child.pid ?? -1) && code !== 0) crashes.push(`${name} exited (code ${code}, signal ${signal})`);
+  });
+  return proc;
+}
+const apis = PORTS.map((port, i) => ({ port, proc: supervised(`api${i}`, 'dist/apps/api/main.js', { ...env, API_PORT: String(port) }) }));
+let pipeline = supervised('pipeline', 'dist/apps/pipeline/main.js', env);
 // A crash of the runner must not leave its api and pipeline processes behind.
 process.on('exit', () => {
   for (const child of [...apis.map((a) => a.proc.child), pipeline.child]) if (child.exitCode === null) child.kill('SIGKILL');
@@ -145,19 +155,21 @@ async function inject(fault: Fault): Promise<number> {
   if (fault === 'pipeline-kill') {
     for (let k = 0; k < 3; k++) {
       await sleep(3_000);
+      killedByUs.add(pipeline.child.pid ?? -1);
       pipeline.child.kill('SIGKILL');
       await new Promise((r) => pipeline.child.once('exit', r));
       await sleep(1_000);
-      pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', env);
+      pipeline = supervised('pipeline', 'dist/apps/pipeline/main.js', env);
     }
     return Date.now();
   }
   if (fault === 'api-kill') {
     await sleep(2_000);
+    killedByUs.add(apis[1]!.proc.child.pid ?? -1);
     apis[1]!.proc.child.kill('SIGKILL');
     await new Promise((r) => apis[1]!.proc.child.once('exit', r));
     await sleep(5_000 * SCALE);
-    apis[1]!.proc = startProcess('api1', 'dist/apps/api/main.js', { ...env, API_PORT: String(PORTS[1]) });
+    apis[1]!.proc = supervised('api1', 'dist/apps/api/main.js', { ...env, API_PORT: String(PORTS[1]) });
     await waitFor('api1 again', async () => (await fetch(`${urls[1]}/health`)).ok);
     return Date.now();
   }
@@ -173,7 +185,7 @@ const perFault = TOTAL / FAULTS.length;
 const results: Array<Record<string, unknown>> = [];
 let healthy = true;
 for (const fault of FAULTS) {
-  const before = { ...fleet.stats, refusals: { ...fleet.stats.refusals }, violations: fleet.stats.violations.length, batches: fleet.stats.batchWaits.length };
+  const before = { ...fleet.stats, refusals: { ...fleet.stats.refusals }, violations: fleet.stats.violations.length, batches: fleet.stats.batchWaits.length, crashes: crashes.length };
   const started = Date.now();
   // The fleet sends for the whole fault, and at least its share of the events.
   let faultOver = false;
@@ -188,7 +200,7 @@ for (const fault of FAULTS) {
   const { check, drainMs } = await settle(ch, fleet.stats, 180_000);
   const occupancy = await occupancyMismatches(60_000);
   const refusals = Object.fromEntries(Object.entries(fleet.stats.refusals).map(([s, n]) => [s, n - (before.refusals[Number(s)] ?? 0)]));
-  const violations = fleet.stats.violations.slice(before.violations);
+  const violations = [...fleet.stats.violations.slice(before.violations), ...crashes.slice(before.crashes)];
   const row = {
     fault,
     seconds: round((Date.now() - started) / 1000, 0),
