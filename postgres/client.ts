@@ -45,15 +45,24 @@ export async function exec(db: Queryable, stmt: Statement): Promise<number> {
 
 export async function transaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect();
+  // A checked-out client has no 'error' listener of the pool's: a connection lost mid-transaction
+  // (Postgres restarting) would be an unhandled 'error' event and kill the process. The failing
+  // query rejects anyway; the broken client is destroyed on release instead of going back to the pool.
+  let lost: Error | undefined;
+  const onError = (err: Error) => {
+    lost = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (!lost) await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.removeListener('error', onError);
+    client.release(lost);
   }
 }

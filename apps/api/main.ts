@@ -5,6 +5,7 @@ import { closeServices, createServices } from '../shared/services.js';
 import { onShutdown } from '../../lib/shutdown.js';
 import { createApp } from './app.js';
 import { createApiDeps } from './deps.js';
+import { answerClientErrors } from './http/client-errors.js';
 import { startMetrics } from '../../lib/metrics.js';
 
 const cfg = configOrExit();
@@ -16,6 +17,7 @@ const services = await createServices(cfg, log);
 const deps = createApiDeps(services);
 const server = createServer(createApp(deps).callback());
 server.keepAliveTimeout = 65_000;
+answerClientErrors(server, log);
 // At shutdown every answer still to be written says `Connection: close`, so keep-alive clients
 // (proxies, load balancers) let go instead of holding the server open until keepAliveTimeout.
 let stopping = false;

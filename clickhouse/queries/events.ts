@@ -65,14 +65,19 @@ export function storedEventIdsSql(q: { ids: string[]; fromTs: number; toTs: numb
                   AND has(${q.ids}, toString(event_id))`;
 }
 
-/** Ids per lookup: 2,000 ids keep the statement far below ClickHouse's 256 KiB max_query_size. */
-const IDS_PER_LOOKUP = 2000;
+/** Ids per lookup: 2,000 quoted uuids are about 80 KB, well inside ClickHouse's 256 KiB max_query_size. */
+export const STORED_IDS_CHUNK = 2_000;
 
-/** Which of the event ids are already stored; a re-delivered event keeps its event time. */
+/**
+ * Which of the event ids are already stored; a re-delivered event keeps its event time. Looked up
+ * in chunks: a sink batch of thousands of derived ids (every event of a connector sending
+ * `event_id`s) would otherwise exceed max_query_size and fail on every retry.
+ */
 export async function storedEventIds(ch: Ch, q: { ids: string[]; fromTs: number; toTs: number }): Promise<Set<string>> {
   const stored = new Set<string>();
-  for (let i = 0; i < q.ids.length; i += IDS_PER_LOOKUP) {
-    for (const r of await chRows<{ id: string }>(ch, storedEventIdsSql({ ...q, ids: q.ids.slice(i, i + IDS_PER_LOOKUP) }))) stored.add(r.id);
+  for (let i = 0; i < q.ids.length; i += STORED_IDS_CHUNK) {
+    const rows = await chRows<{ id: string }>(ch, storedEventIdsSql({ ...q, ids: q.ids.slice(i, i + STORED_IDS_CHUNK) }));
+    for (const r of rows) stored.add(r.id);
   }
   return stored;
 }

@@ -7,6 +7,7 @@ import { createLogger } from '../../lib/logger.js';
 import { closeServices, createServices, type Services } from '../../apps/shared/services.js';
 import { createApp } from '../../apps/api/app.js';
 import { createApiDeps, type ApiDeps } from '../../apps/api/deps.js';
+import { answerClientErrors } from '../../apps/api/http/client-errors.js';
 
 /** The run's configuration (set up by global-setup), optionally with some variables replaced. */
 export function testConfig(overrides: Partial<Record<keyof Config, string>> = {}): Config {
@@ -28,6 +29,7 @@ export async function startApi(cfg: Config = testConfig()): Promise<RunningApi> 
   const services = await createServices(cfg, log);
   const deps = createApiDeps(services);
   const server = createServer(createApp(deps).callback());
+  answerClientErrors(server, log);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -103,7 +103,10 @@ describe('the error envelope', () => {
     expect(toAppError(pgError('22P02'))).toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
     expect(toAppError(pgError('22003'))).toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
     expect(toAppError(pgError('23505'))).toMatchObject({ status: 409, code: 'CONFLICT' });
-    expect(toAppError(pgError('08006'))).toMatchObject({ status: 500, code: 'INTERNAL_ERROR' });
+    expect(toAppError(pgError('08006'))).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE', headers: { 'Retry-After': '5' } });
+    expect(toAppError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
+    expect(toAppError(new Error('Connection terminated unexpectedly'))).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
+    expect(toAppError(pgError('42P01'))).toMatchObject({ status: 500, code: 'INTERNAL_ERROR' });
     expect(toAppError(new Error('x'))).toMatchObject({ status: 500, code: 'INTERNAL_ERROR' });
     expect(toAppError(Object.assign(new Error('teapot'), { status: 418, expose: true }))).toMatchObject({ status: 400, code: 'VALIDATION_ERROR', message: 'teapot' });
     expect(toAppError(Object.assign(new Error('upstream'), { status: 404 }))).toMatchObject({ status: 500, code: 'INTERNAL_ERROR' });

@@ -76,7 +76,9 @@ export function mountMcp(router: Router, deps: ApiDeps, operations: readonly Any
       if (!decision.allowed) throw rateLimited(decision, 'api');
       ctx.set(rateLimitHeaders(decision));
     }
-    const body = await readJsonBody(ctx);
+    // Lone surrogates under `params` (tool names, arguments) are left to the tool's own validation,
+    // so an agent gets a tool error it can act on instead of an HTTP 400 its SDK cannot read.
+    const body = await readJsonBody(ctx, { checkedPerItem: 'params' });
     const server = serverFor(tools, { deps, log: ctx.state.log, operations, operator, apiKey });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.on('close', () => {

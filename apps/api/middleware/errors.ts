@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import pg from 'pg';
 import { z } from 'zod';
-import { AppError, type ErrorCode } from '../../../lib/errors.js';
+import { AppError, unavailable, type ErrorCode } from '../../../lib/errors.js';
 import { fieldProblems } from '../../../lib/validate.js';
 
 /** HTTP errors thrown by koa or the router (status → code); any other 4xx becomes a plain 400. */
@@ -24,8 +24,24 @@ function fromPostgres(err: unknown): AppError | undefined {
   return undefined;
 }
 
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', '57P01', '57P02', '57P03']);
+const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|the database system is (starting up|shutting down)/;
+
+/**
+ * An engine that cannot be reached (Postgres or ClickHouse stopped or restarting, a connection cut):
+ * the service is unavailable for a moment, not broken; the client retries after Retry-After.
+ */
+function engineUnreachable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message, cause } = err as { code?: unknown; message?: unknown; cause?: unknown };
+  if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || (err instanceof pg.DatabaseError && code.startsWith('08')))) return true;
+  if (typeof message === 'string' && UNREACHABLE_MESSAGES.test(message)) return true;
+  return cause !== undefined && cause !== err && engineUnreachable(cause);
+}
+
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (engineUnreachable(err)) return unavailable('a storage engine is unreachable; retry after the number of seconds in Retry-After', 5);
   if (err instanceof z.ZodError) return new AppError(400, 'VALIDATION_ERROR', 'invalid input', fieldProblems(err));
   // http-errors (koa, the router) mark their errors with `expose`; other errors that merely carry a
   // `status` (e.g. from an engine's HTTP client) are not the client's fault.
@@ -57,7 +73,8 @@ export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
       appErr = new AppError(405, 'METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`, { allowed }, { Allow: allowed.join(', ') });
     }
     // A 501 is an unknown method: the client's doing, not a failure to log.
-    if (appErr.status >= 500 && appErr.status !== 501) ctx.state.log?.error({ err }, 'request failed');
+    if (appErr.status === 503 && !(err instanceof AppError)) ctx.state.log?.warn({ err: (err as Error).message }, 'engine unreachable; answered 503');
+    else if (appErr.status >= 500 && appErr.status !== 501) ctx.state.log?.error({ err }, 'request failed');
     else if (err instanceof pg.DatabaseError) ctx.state.log?.warn({ err }, 'input reached Postgres unvalidated; validate it in the route');
     ctx.status = appErr.status;
     ctx.set(appErr.headers);

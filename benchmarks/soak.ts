@@ -1,0 +1,190 @@
+/**
+ * `npm run bench:soak -- --minutes 30`: a long, steady load. The ingest fleet (benchmarks/lib/fleet.ts)
+ * sends at half the maximum rate measured by `npm run bench:ingest` (benchmarks/results/ingest.json;
+ * `--rate` overrides) while WebSocket subscribers watch every venue. Every minute: the RSS of each
+ * process, the consumer lag of the sink and of each processor group, and the ingest latency
+ * percentiles of that minute. Reported: RSS growth after warm-up (goal < 10 %), whether lag stayed
+ * bounded. Results in benchmarks/results/soak.json.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import WebSocket from 'ws';
+import { createDb } from '../postgres/client.js';
+import { migratePostgres } from '../postgres/migrate.js';
+import { createCh } from '../clickhouse/client.js';
+import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
+import { createKafka } from '../lib/kafka.js';
+import { createLogger } from '../lib/logger.js';
+import { repoPath } from '../lib/paths.js';
+import { benchConfig, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { Fleet, type FleetTenant } from './lib/fleet.js';
+
+const { values: args } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '30' },
+    rate: { type: 'string', default: '0' },
+    clients: { type: 'string', default: '4' },
+    batch: { type: 'string', default: '500' },
+    operators: { type: 'string', default: '10' },
+    subscribers: { type: 'string', default: '2' },
+    'sample-seconds': { type: 'string', default: '60' },
+  },
+});
+const MINUTES = Number(args.minutes);
+const SAMPLE_MS = Number(args['sample-seconds']) * 1000;
+const measuredMax = existsSync(repoPath('benchmarks', 'results', 'ingest.json'))
+  ? Number((JSON.parse(readFileSync(repoPath('benchmarks', 'results', 'ingest.json'), 'utf8')) as { ingest: { eventsPerSec: number } }).ingest.eventsPerSec)
+  : 10_000;
+const RATE = Number(args.rate) || Math.round(measuredMax / 2);
+
+const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { quiet: boolean }) => Promise<unknown> };
+await up({ quiet: true });
+
+const runId = Date.now().toString(36);
+const [API_PORT, EDGE_PORT] = [3193, 3194];
+const { cfg: baseCfg } = benchConfig({});
+const dbUrl = new URL(baseCfg.DATABASE_URL);
+dbUrl.pathname = '/venue_soak';
+const { cfg, env } = benchConfig({
+  NODE_ENV: 'production',
+  LOG_LEVEL: 'warn',
+  DATABASE_URL: dbUrl.toString(),
+  CLICKHOUSE_DATABASE: 'venue_soak',
+  KAFKA_TOPIC_PREFIX: `soak.${runId}`,
+  REDIS_KEY_PREFIX: `soak.${runId}:`,
+  RATE_LIMITS_ENABLED: 'false',
+  API_PORT: String(API_PORT),
+  EDGE_HOST: '127.0.0.1',
+  EDGE_PORT: String(EDGE_PORT),
+  API_METRICS_PORT: '0',
+  EDGE_METRICS_PORT: '0',
+  PIPELINE_METRICS_PORT: '0',
+});
+console.log(`soak  ${MINUTES} min at ${RATE} events/s (half of the measured ${measuredMax}), ${args.subscribers} subscribers per venue`);
+
+const admin = new pg.Client({ connectionString: baseCfg.DATABASE_URL });
+await admin.connect();
+await admin.query('DROP DATABASE IF EXISTS venue_soak WITH (FORCE)');
+await admin.query('CREATE DATABASE venue_soak');
+await admin.end();
+const chAdmin = createCh(cfg, null);
+await chAdmin.command({ query: 'DROP DATABASE IF EXISTS venue_soak' });
+const db = createDb(cfg, 2);
+await migratePostgres(db);
+await db.end();
+await migrateClickhouse(serverExecutor(chAdmin), 'venue_soak');
+await chAdmin.close();
+
+const procs = {
+  api: startProcess('api', 'dist/apps/api/main.js', env),
+  pipeline: startProcess('pipeline', 'dist/apps/pipeline/main.js', env),
+  edge: startProcess('edge', 'dist/apps/edge/main.js', env),
+};
+process.on('exit', () => {
+  for (const p of Object.values(procs)) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+});
+const base = `http://127.0.0.1:${API_PORT}`;
+await waitFor('api', async () => (await fetch(`${base}/health`)).ok);
+
+async function call(path: string, init: RequestInit & { key?: string } = {}) {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...(init.headers as Record<string, string>) };
+  if (init.key) headers.authorization = `Bearer ${init.key}`;
+  const res = await fetch(base + path, { ...init, headers });
+  const body = (await res.json()) as Record<string, unknown>;
+  if (res.status >= 300) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+const tenants: FleetTenant[] = [];
+for (let i = 0; i < Number(args.operators); i++) {
+  const op = await call('/api/operators', { method: 'POST', headers: { 'x-admin-key': cfg.ADMIN_SECRET }, body: JSON.stringify({ name: `soak ${i}`, email: `soak${i}@example.com`, plan: 'pro' }) });
+  await call(`/api/operators/${op.operator_id}/plan`, { method: 'PUT', headers: { 'x-admin-key': cfg.ADMIN_SECRET }, body: JSON.stringify({ plan: 'enterprise' }) });
+  const venue = await call('/api/venues', { method: 'POST', key: op.api_key as string, body: JSON.stringify({ name: `Soak ${i}`, timezone: 'UTC' }) });
+  tenants.push({ key: op.api_key as string, venueId: venue.id as string, kind: i % 3 === 2 ? 'occupancy' : 'devices' });
+}
+
+// Subscribers: each counts the pushes it receives.
+let pushes = 0;
+const sockets: WebSocket[] = [];
+await waitFor('edge', async () => (await fetch(`http://127.0.0.1:${EDGE_PORT}/ws`)).status === 426);
+for (const t of tenants) {
+  for (let s = 0; s < Number(args.subscribers); s++) {
+    const ws = new WebSocket(`ws://127.0.0.1:${EDGE_PORT}/ws?token=${encodeURIComponent(t.key)}`);
+    ws.on('message', (data) => {
+      const m = JSON.parse(data.toString()) as { type?: string; data?: unknown };
+      if (m.type === 'connected') ws.send(JSON.stringify({ tsSubCmds: [{ cmdId: 1, entityId: t.venueId, keys: ['occupancy', 'devices', 'entries'] }] }));
+      else if (m.data) pushes++;
+    });
+    ws.on('error', () => undefined);
+    sockets.push(ws);
+  }
+}
+
+const kafkaAdmin = createKafka(cfg, createLogger('soak', 'warn'), 'soak-lag').admin();
+await kafkaAdmin.connect();
+const eventsTopic = `${cfg.KAFKA_TOPIC_PREFIX}.events.v1`;
+async function lagOf(groupId: string): Promise<number> {
+  const ends = new Map((await kafkaAdmin.fetchTopicOffsets(eventsTopic)).map((o) => [o.partition, Number(o.high)]));
+  const [t] = await kafkaAdmin.fetchOffsets({ groupId, topics: [eventsTopic] });
+  const committed = new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+  return [...ends].reduce((n, [p, end]) => n + Math.max(0, end - (committed.get(p) ?? 0)), 0);
+}
+const rssMb = (pid: number | undefined) => {
+  try {
+    return round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024, 0);
+  } catch {
+    return NaN;
+  }
+};
+
+const fleet = new Fleet({ urls: [base], tenants, batchSize: Number(args.batch), clients: Number(args.clients), clientTimeoutMs: 15_000, runTag: runId, rate: RATE });
+const deadline = Date.now() + MINUTES * 60_000;
+const load = fleet.ingest(0, () => Date.now() < deadline);
+const samples: Array<Record<string, unknown>> = [];
+let seen = 0;
+while (Date.now() < deadline) {
+  await new Promise((r) => setTimeout(r, Math.min(SAMPLE_MS, deadline - Date.now())));
+  const waits = fleet.stats.batchWaits.slice(seen).sort((a, b) => a - b);
+  seen = fleet.stats.batchWaits.length;
+  const sample = {
+    minute: round((samples.length + 1) * (SAMPLE_MS / 60_000), 2),
+    accepted: fleet.stats.eventsAccepted,
+    pushes,
+    rssMb: { api: rssMb(procs.api.child.pid), pipeline: rssMb(procs.pipeline.child.pid), edge: rssMb(procs.edge.child.pid) },
+    lag: {
+      sink: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.sink.events`).catch(() => NaN),
+      occupancy: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.occupancy`).catch(() => NaN),
+      visits: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.visits`).catch(() => NaN),
+      health: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.health`).catch(() => NaN),
+    },
+    latencyMs: { p50: round(percentile(waits, 50)), p95: round(percentile(waits, 95)), p99: round(percentile(waits, 99)) },
+  };
+  samples.push(sample);
+  console.log(JSON.stringify(sample));
+}
+await load;
+for (const ws of sockets) ws.close();
+await kafkaAdmin.disconnect();
+for (const p of Object.values(procs)) await p.stop();
+
+// Growth: the last sample against the first after warm-up (a fifth of the run, at least one sample).
+const warm = samples[Math.min(samples.length - 1, Math.max(1, Math.floor(samples.length / 5)))] as { rssMb: Record<string, number> } | undefined;
+const last = samples.at(-1) as { rssMb: Record<string, number>; lag: Record<string, number> } | undefined;
+const growth = warm && last ? Object.fromEntries(Object.keys(last.rssMb).map((k) => [k, round(((last.rssMb[k]! - warm.rssMb[k]!) / warm.rssMb[k]!) * 100, 1)])) : {};
+const maxLag = Math.max(...samples.map((s) => Math.max(...Object.values(s.lag as Record<string, number>).filter(Number.isFinite))));
+const result = {
+  benchmark: 'soak',
+  at: new Date().toISOString(),
+  machine: machine(),
+  settings: { minutes: MINUTES, offeredEventsPerSec: RATE, measuredMaxEventsPerSec: measuredMax, subscribers: sockets.length, sampleSeconds: SAMPLE_MS / 1000 },
+  totals: { accepted: fleet.stats.eventsAccepted, refusals: fleet.stats.refusals, violations: fleet.stats.violations.length, pushes },
+  rssGrowthPercentAfterWarmUp: growth,
+  rssGoalMet: Object.values(growth).every((g) => g < 10),
+  maxLag,
+  finalLag: last?.lag,
+  samples,
+};
+const path = writeResult('soak', result);
+console.log(`\nRSS growth after warm-up ${JSON.stringify(growth)} %, max lag ${maxLag}, written to ${path}`);
+process.exit(0);
