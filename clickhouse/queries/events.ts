@@ -1,4 +1,4 @@
-import { chRows, chsql, raw, type Ch, type ChSql } from '../client.js';
+import { chRows, chsql, literal, raw, type Ch, type ChSql } from '../client.js';
 
 /** One row of the raw `events` table, every column present (18.16 ignores DEFAULTs for JSONEachRow). */
 export interface EventRow {
@@ -62,7 +62,8 @@ export async function storedOffsets(ch: Ch, q: StoredOffsetsQuery, table: SunkTa
 export function storedEventIdsSql(q: { ids: string[]; fromTs: number; toTs: number }): ChSql {
   return chsql`SELECT DISTINCT toString(event_id) AS id FROM events
                 WHERE ts >= toDateTime(${q.fromTs}, 'UTC') AND ts <= toDateTime(${q.toTs}, 'UTC')
-                  AND has(${q.ids}, toString(event_id))`;
+                  -- IN over a literal set is a hash lookup per row; has(array, …) scanned the array for every row.
+                  AND toString(event_id) IN (${raw(q.ids.length ? q.ids.map(literal).join(', ') : "''")})`;
 }
 
 /** Ids per lookup: 2,000 quoted uuids are about 80 KB, well inside ClickHouse's 256 KiB max_query_size. */
