@@ -88,26 +88,63 @@ async function changeOf(e: CanonicalEvent, venues: VenueInfos, known: Map<string
 }
 
 /** The count after the window's events, replayed in event-time order from the base. */
-function replay(s: Scope): { value: number; period: number; clamped: number } {
-  let value = s.base;
-  let period = s.basePeriod;
-  let clamped = s.baseClamped;
-  for (const [ts, , absolute, amount] of s.pending) {
-    const p = periodStart(ts, s.resetHour, s.timezone);
-    if (p > period) {
-      period = p;
+interface Replayed {
+  value: number;
+  period: number;
+  clamped: number;
+}
+
+/**
+ * The reset period of an instant, memoised per UTC quarter hour: a reset falls on a local full
+ * hour, which is a UTC quarter hour in every time zone, so an instant's period is its quarter's.
+ */
+const periods = new Map<string, number>();
+function periodOf(ts: number, hour: number, timeZone: string): number {
+  const key = `${timeZone}|${hour}|${Math.floor(ts / 900_000)}`;
+  let p = periods.get(key);
+  if (p === undefined) {
+    if (periods.size > 100_000) periods.clear();
+    periods.set(key, (p = periodStart(Math.floor(ts / 900_000) * 900_000, hour, timeZone)));
+  }
+  return p;
+}
+
+/** One window event applied to a replayed figure. */
+function step(r: Replayed, [ts, , absolute, amount]: Pending, s: Scope): Replayed {
+  let { value, period, clamped } = r;
+  const p = periodOf(ts, s.resetHour, s.timezone);
+  if (p > period) {
+    period = p;
+    value = 0;
+  }
+  if (absolute) value = amount;
+  else {
+    value += amount;
+    if (value < 0) {
+      clamped += -value;
       value = 0;
-    }
-    if (absolute) value = amount;
-    else {
-      value += amount;
-      if (value < 0) {
-        clamped += -value;
-        value = 0;
-      }
     }
   }
   return { value, period, clamped };
+}
+
+function replay(s: Scope): Replayed {
+  let r: Replayed = { value: s.base, period: s.basePeriod, clamped: s.baseClamped };
+  for (const entry of s.pending) r = step(r, entry, s);
+  return r;
+}
+
+/**
+ * The figure after the whole window, kept per scope object (not persisted: a restored scope
+ * replays once). Folding a prefix into the base leaves it unchanged; an event appended in time
+ * order extends it in one step; anything else replays the window.
+ */
+const replayed = new WeakMap<Scope, Replayed>();
+function replayAfter(s: Scope, appended: boolean): Replayed {
+  const before = replayed.get(s);
+  const r = appended && before ? step(before, s.pending[s.pending.length - 1]!, s) : replay(s);
+  replayed.set(s, r);
+  return r;
 }
 
 /** Moves the window's events older than `until` into the base. */
@@ -191,6 +228,7 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
           ctx.log.debug({ venueId: s.venueId, zoneId: s.zoneId, ts: c.ts }, 'occupancy: stale event ignored (closed day, or a count older than the window)');
           continue;
         }
+        let appended = false;
         if (c.ts < s.baseTs) {
           // Later than the window: the flow still counts, as of now.
           s.base = Math.max(0, s.base + c.amount);
@@ -199,10 +237,11 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
           let i = s.pending.length;
           while (i > 0 && s.pending[i - 1]![0] > c.ts) i--;
           s.pending.splice(i, 0, entry);
+          appended = i === s.pending.length - 1;
         }
         s.maxTs = Math.max(s.maxTs, c.ts);
         fold(s, s.maxTs - REORDER_WINDOW_MS);
-        const r = replay(s);
+        const r = replayAfter(s, appended);
         const capacity = c.capacity;
         if (r.period > s.period) {
           s.value = 0;
@@ -233,6 +272,7 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
       for (const s of due) {
         const p = periodStart(ctx.now - REORDER_WINDOW_MS, s.resetHour, s.timezone);
         Object.assign(s, { base: 0, baseTs: p, basePeriod: p, baseClamped: 0, pending: [], value: 0, ts: p, period: p, clamped: 0, maxTs: Math.max(s.maxTs, p) });
+        replayed.delete(s);
         outputs.push({ topic: opts.outputTopic, key: s.venueId, value: encodeOccupancyUpdate(update(s, capacityOf(s, known), p, 'reset', 0)) });
         changes.push({ key: scopeKey(s.venueId, s.zoneId), value: encodeStateEntry(s) });
       }
