@@ -5,26 +5,31 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { OPERATIONS } from '../../apps/api/operations/index.js';
 import { billingPeriodStart } from '../../domain/limits/quotas.js';
 import { startApi, type RunningApi } from '../support/env.js';
+import { freePort, startFrontDoor, type FrontDoor } from '../support/frontdoor.js';
 import { request } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 
 let api: RunningApi;
+/** Agents reach /mcp through the front door, as in production. */
+let door: FrontDoor;
 let pro: TestOperator;
 let other: TestOperator;
 const clients: Client[] = [];
 
 beforeAll(async () => {
   api = await startApi();
+  door = await startFrontDoor({ apiPort: Number(new URL(api.url).port), edgePort: await freePort() });
   [pro, other] = await Promise.all([newOperator(api, 'pro'), newOperator(api, 'pro')]);
 });
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+  await door.close();
   await api.close();
 });
 
 async function connect(key: string): Promise<Client> {
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${door.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } });
   await client.connect(transport);
   clients.push(client);
   return client;
@@ -89,19 +94,19 @@ describe('MCP at /mcp', () => {
   it('refuses a missing or rotated key with 401 in the envelope and WWW-Authenticate; GET and DELETE are 405', async () => {
     const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
     const headers = { accept: 'application/json, text/event-stream' };
-    const none = await request(`${api.url}/mcp`, { json: init, headers });
+    const none = await request(`${door.url}/mcp`, { json: init, headers });
     expect(none.status).toBe(401);
     expect(none.body).toMatchObject({ code: 'UNAUTHORIZED' });
     expect(none.headers.get('www-authenticate')).toMatch(/^Bearer /);
     const op = await newOperator(api, 'pro');
     const rotated = await request(`${api.url}/api/keys/rotate`, { method: 'POST', key: op.key });
     expect(rotated.status).toBe(200);
-    const old = await request(`${api.url}/mcp`, { json: init, headers, key: op.key });
+    const old = await request(`${door.url}/mcp`, { json: init, headers, key: op.key });
     expect(old.status).toBe(401);
-    const fresh = await request(`${api.url}/mcp`, { json: init, headers, key: rotated.body.api_key });
+    const fresh = await request(`${door.url}/mcp`, { json: init, headers, key: rotated.body.api_key });
     expect(fresh.status).toBe(200);
     for (const method of ['GET', 'DELETE']) {
-      const res = await request(`${api.url}/mcp`, { method, key: rotated.body.api_key });
+      const res = await request(`${door.url}/mcp`, { method, key: rotated.body.api_key });
       expect(res.status, method).toBe(405);
       expect(res.headers.get('allow')).toContain('POST');
     }
