@@ -83,7 +83,8 @@ export class Client {
   }
 
   /** The first message (from `from` on) matching the predicate. */
-  async next(match: (m: Msg) => boolean, timeoutMs = 10_000, from = 0): Promise<Msg> {
+  // Generous: a cold stack (first run on a new machine) can take seconds to answer the first commands.
+  async next(match: (m: Msg) => boolean, timeoutMs = 20_000, from = 0): Promise<Msg> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.messages.slice(from).find(match);
@@ -97,7 +98,7 @@ export class Client {
   async command(message: unknown, cmdId: number | null): Promise<Msg> {
     const from = this.messages.length;
     this.send(message);
-    return this.next((m) => m.cmdId === cmdId && (m.type !== undefined || m.errorCode !== undefined), 10_000, from);
+    return this.next((m) => m.cmdId === cmdId && (m.type !== undefined || m.errorCode !== undefined), 20_000, from);
   }
 
   async subscribe(cmdId: number, venueId: string, keys: string[]): Promise<void> {
