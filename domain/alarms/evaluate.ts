@@ -73,6 +73,7 @@ async function applyInput(db: Db, s: Subject, at: InputPosition | null): Promise
       target,
       s.ts,
       s.minDurationMs,
+      Date.now(),
     );
     const ids: number[] = [];
     let next = {

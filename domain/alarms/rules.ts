@@ -115,6 +115,7 @@ export interface EpisodeState {
 export type Action =
   | { do: 'none' }
   | { do: 'raise'; severity: AlarmSeverity }
+  /** `dueAt` is wall-clock time for the timer; `since` is event time. */
   | { do: 'pend'; severity: AlarmSeverity; since: number; dueAt: number }
   | { do: 'revise'; severity: AlarmSeverity }
   | { do: 'clear' }
@@ -127,8 +128,10 @@ export type Action =
  * - alarm cleared by an operator while the breach goes on: nothing, unless the severity rises above
  *   the cleared one (a new alarm); the episode ends when the condition does;
  * - no alarm: raise, or wait out the minimum duration (kept across restarts by the caller).
+ * The timer's deadline is the remaining duration counted from `now`, when the rule sees the input:
+ * an input read late (a backlog, a replay) still leaves the inputs after it time to end the breach.
  */
-export function decide(state: EpisodeState, target: AlarmSeverity | null, ts: number, minDurationMs: number): Action {
+export function decide(state: EpisodeState, target: AlarmSeverity | null, ts: number, minDurationMs: number, now: number): Action {
   const { alarm } = state;
   if (target === null) {
     if (alarm?.active) return { do: 'clear' };
@@ -139,5 +142,5 @@ export function decide(state: EpisodeState, target: AlarmSeverity | null, ts: nu
   if (minDurationMs <= 0) return { do: 'raise', severity: target };
   const since = state.pendingSince ?? ts;
   if (ts - since >= minDurationMs) return { do: 'raise', severity: target };
-  return { do: 'pend', severity: target, since, dueAt: since + minDurationMs };
+  return { do: 'pend', severity: target, since, dueAt: now + (since + minDurationMs - ts) };
 }

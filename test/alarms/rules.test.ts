@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluateOccupancy } from '../../domain/alarms/evaluate.js';
 import { DEFAULT_OCCUPANCY_RULE } from '../../domain/alarms/rules.js';
@@ -330,9 +331,13 @@ describe('per-venue alarm rules (GET/PUT/DELETE /api/venues/{id}/alarm-rules)', 
     expect(put.status).toBe(200);
     const [brief, held, quiet] = [await s.zone(10, 'Brief'), await s.zone(10, 'Held'), await s.zone(10, 'Quiet')];
     const t0 = Date.now() - 60_000;
+    // Read a minute late (a backlog): the timer (300 ms ticks) waits the duration from the reading,
+    // so the update ending the breach, read a second later, comes in time.
+    await sendOccupancy(stack, [{ ...occupancy(s, brief, 9), ts: t0 }]);
+    await drained(stack);
+    await sleep(1_000);
     await sendOccupancy(stack, [
       // Over for 1 s, then below the clear line: never raised.
-      { ...occupancy(s, brief, 9), ts: t0 },
       { ...occupancy(s, brief, 7), ts: t0 + 1_000 },
       { ...occupancy(s, brief, 9), ts: t0 + 2_500 },
       { ...occupancy(s, brief, 5), ts: t0 + 3_000 },
