@@ -23,6 +23,8 @@ import { VenueInfos, type VenueInfo } from './venues.js';
  */
 
 export const REORDER_WINDOW_MS = 120_000;
+/** The window also holds at most this many events per scope, so a burst keeps each event's cost bounded. */
+export const MAX_WINDOW_EVENTS = 2_000;
 const FLOW_TYPES = new Set(['entry', 'exit', 'occupancy'] as const);
 
 /** One event of the window: time, input order, absolute (1) or flow (0), amount. */
@@ -95,24 +97,30 @@ interface Replayed {
 }
 
 /**
- * The reset period of an instant, memoised per UTC quarter hour: a reset falls on a local full
- * hour, which is a UTC quarter hour in every time zone, so an instant's period is its quarter's.
+ * The reset period of an instant: the scope's last period when the instant falls in it (the
+ * common case, two comparisons), else looked up in a memo per UTC quarter hour (a reset falls on
+ * a local full hour, which is a UTC quarter hour in every time zone).
  */
 const periods = new Map<string, number>();
-function periodOf(ts: number, hour: number, timeZone: string): number {
-  const key = `${timeZone}|${hour}|${Math.floor(ts / 900_000)}`;
+const lastPeriod = new WeakMap<Scope, { start: number; end: number; hour: number; timezone: string }>();
+function periodOf(ts: number, s: Scope): number {
+  const last = lastPeriod.get(s);
+  if (last && ts >= last.start && ts < last.end && last.hour === s.resetHour && last.timezone === s.timezone) return last.start;
+  const quarter = Math.floor(ts / 900_000);
+  const key = `${s.timezone}|${s.resetHour}|${quarter}`;
   let p = periods.get(key);
   if (p === undefined) {
     if (periods.size > 100_000) periods.clear();
-    periods.set(key, (p = periodStart(Math.floor(ts / 900_000) * 900_000, hour, timeZone)));
+    periods.set(key, (p = periodStart(quarter * 900_000, s.resetHour, s.timezone)));
   }
+  lastPeriod.set(s, { start: p, end: nextPeriodStart(p, s.resetHour, s.timezone), hour: s.resetHour, timezone: s.timezone });
   return p;
 }
 
 /** One window event applied to a replayed figure. */
 function step(r: Replayed, [ts, , absolute, amount]: Pending, s: Scope): Replayed {
   let { value, period, clamped } = r;
-  const p = periodOf(ts, s.resetHour, s.timezone);
+  const p = periodOf(ts, s);
   if (p > period) {
     period = p;
     value = 0;
@@ -128,37 +136,43 @@ function step(r: Replayed, [ts, , absolute, amount]: Pending, s: Scope): Replaye
   return { value, period, clamped };
 }
 
-function replay(s: Scope): Replayed {
-  let r: Replayed = { value: s.base, period: s.basePeriod, clamped: s.baseClamped };
-  for (const entry of s.pending) r = step(r, entry, s);
+const baseOf = (s: Scope): Replayed => ({ value: s.base, period: s.basePeriod, clamped: s.baseClamped });
+
+/**
+ * The figure after each event of the window, kept per scope object (not persisted: a restored
+ * scope replays once). An event inserted at `from` replays only the events from there on, so an
+ * event a little out of order costs a few steps, not the window.
+ */
+const prefixes = new WeakMap<Scope, Replayed[]>();
+function replayFrom(s: Scope, from: number): Replayed {
+  let after = prefixes.get(s);
+  if (!after || after.length < from) {
+    after = [];
+    from = 0;
+  }
+  after.length = from;
+  let r = from > 0 ? after[from - 1]! : baseOf(s);
+  for (let i = from; i < s.pending.length; i++) after.push((r = step(r, s.pending[i]!, s)));
+  prefixes.set(s, after);
   return r;
 }
 
 /**
- * The figure after the whole window, kept per scope object (not persisted: a restored scope
- * replays once). Folding a prefix into the base leaves it unchanged; an event appended in time
- * order extends it in one step; anything else replays the window.
+ * Moves the window's events older than `until`, and any beyond `MAX_WINDOW_EVENTS`, into the base.
+ * Call after `replayFrom`: the base becomes the figure after the last event folded.
  */
-const replayed = new WeakMap<Scope, Replayed>();
-function replayAfter(s: Scope, appended: boolean): Replayed {
-  const before = replayed.get(s);
-  const r = appended && before ? step(before, s.pending[s.pending.length - 1]!, s) : replay(s);
-  replayed.set(s, r);
-  return r;
-}
-
-/** Moves the window's events older than `until` into the base. */
 function fold(s: Scope, until: number): void {
-  let n = 0;
+  let n = Math.max(0, s.pending.length - MAX_WINDOW_EVENTS);
   while (n < s.pending.length && s.pending[n]![0] < until) n++;
   if (n === 0) return;
-  const head = { ...s, pending: s.pending.slice(0, n) };
-  const r = replay(head);
+  const after = prefixes.get(s)!;
+  const r = after[n - 1]!;
   s.base = r.value;
   s.basePeriod = r.period;
   s.baseClamped = r.clamped;
   s.baseTs = s.pending[n - 1]![0];
-  s.pending = s.pending.slice(n);
+  s.pending.splice(0, n);
+  after.splice(0, n);
 }
 
 export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: string; outputTopic: string; contextTtlMs?: number }): Processor<OccupancyState> {
@@ -228,20 +242,19 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
           ctx.log.debug({ venueId: s.venueId, zoneId: s.zoneId, ts: c.ts }, 'occupancy: stale event ignored (closed day, or a count older than the window)');
           continue;
         }
-        let appended = false;
+        let from = 0;
         if (c.ts < s.baseTs) {
           // Later than the window: the flow still counts, as of now.
           s.base = Math.max(0, s.base + c.amount);
         } else {
           const entry: Pending = [c.ts, s.seq++, c.absolute ? 1 : 0, c.amount];
-          let i = s.pending.length;
-          while (i > 0 && s.pending[i - 1]![0] > c.ts) i--;
-          s.pending.splice(i, 0, entry);
-          appended = i === s.pending.length - 1;
+          from = s.pending.length;
+          while (from > 0 && s.pending[from - 1]![0] > c.ts) from--;
+          s.pending.splice(from, 0, entry);
         }
         s.maxTs = Math.max(s.maxTs, c.ts);
+        const r = replayFrom(s, from);
         fold(s, s.maxTs - REORDER_WINDOW_MS);
-        const r = replayAfter(s, appended);
         const capacity = c.capacity;
         if (r.period > s.period) {
           s.value = 0;
@@ -272,7 +285,7 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
       for (const s of due) {
         const p = periodStart(ctx.now - REORDER_WINDOW_MS, s.resetHour, s.timezone);
         Object.assign(s, { base: 0, baseTs: p, basePeriod: p, baseClamped: 0, pending: [], value: 0, ts: p, period: p, clamped: 0, maxTs: Math.max(s.maxTs, p) });
-        replayed.delete(s);
+        prefixes.delete(s);
         outputs.push({ topic: opts.outputTopic, key: s.venueId, value: encodeOccupancyUpdate(update(s, capacityOf(s, known), p, 'reset', 0)) });
         changes.push({ key: scopeKey(s.venueId, s.zoneId), value: encodeStateEntry(s) });
       }

@@ -47,6 +47,16 @@ async function updates(venueId: string): Promise<UpdateRow[]> {
   ).then((rows) => rows.map((r) => ({ ...r, ts: Number(r.ts) })));
 }
 
+/** Crossings of the `gate` zone in time order (distinct times, within the reorder window), then in the order they arrive. */
+let seed = 7;
+const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+const gateInOrder: Array<[number, number]> = Array.from({ length: 1_500 }, (_, i) => [t + i * 66, random() < 0.55 ? 1 + Math.floor(random() * 3) : -1 - Math.floor(random() * 3)]);
+const gateArrivals = [...gateInOrder];
+for (let i = gateArrivals.length - 1; i > 0; i--) {
+  const j = random() < 0.05 ? Math.floor(random() * i) : Math.max(0, i - Math.floor(random() * 20));
+  [gateArrivals[i], gateArrivals[j]] = [gateArrivals[j]!, gateArrivals[i]!];
+}
+
 beforeAll(async () => {
   h = await openProcHarness();
   shop = await newVenue(h.db, {
@@ -56,6 +66,7 @@ beforeAll(async () => {
       { slug: 'hall', type: 'area', capacity: 50 },
       { slug: 'till', type: 'counter' },
       { slug: 'lobby', type: 'area' },
+      { slug: 'gate', type: 'area' },
     ],
   });
   berlin = await newVenue(h.db, { timezone: 'Europe/Berlin', resetHour: 4 });
@@ -80,6 +91,8 @@ beforeAll(async () => {
     // Out of order within the window: the exit (30 s later) arrives before the entry.
     at(t + 30_000, { type: 'exit', zoneId: lobby!, metrics: { exits: 1 } }),
     at(t, { type: 'entry', zoneId: lobby!, metrics: { entries: 1 } }),
+    // 1,500 crossings within 100 s arriving shuffled: some a little late, some a lot.
+    ...gateArrivals.map(([ts, amount]) => at(ts, amount > 0 ? { type: 'entry', zoneId: shop.zones.gate!, metrics: { entries: amount } } : { type: 'exit', zoneId: shop.zones.gate!, metrics: { exits: -amount } })),
     // Not occupancy: ignored.
     at(t, { type: 'environment', metrics: { temperature: 21 } }),
   ];
@@ -132,6 +145,23 @@ describe('occupancy processor', () => {
     const lobby = (await updates(shop.venueId)).filter((r) => r.zone_id === shop.zones.lobby);
     // In arrival order the exit would clamp and the entry leave 1; in time order the visitor came and went.
     expect(lobby.at(-1)!.value).toBe(0);
+  });
+
+  it('gives the time-order figure for many crossings arriving shuffled within the window', async () => {
+    let expected = 0;
+    let clamped = 0;
+    for (const [, amount] of gateInOrder) {
+      expected += amount;
+      if (expected < 0) {
+        clamped -= expected;
+        expected = 0;
+      }
+    }
+    const gate = (await updates(shop.venueId)).filter((r) => r.zone_id === shop.zones.gate);
+    expect(gateArrivals.some(([ts], i) => i > 0 && ts < gateArrivals[i - 1]![0])).toBe(true);
+    expect(gate.at(-1)!.value).toBe(expected);
+    expect(gate.every((r) => r.value >= 0)).toBe(true);
+    expect(clamped).toBeGreaterThan(0);
   });
 
   it('answers the current figure of the venue and each zone, with capacity and percent', async () => {
