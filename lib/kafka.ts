@@ -10,6 +10,15 @@ const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
+/**
+ * kafkajs warns whenever an idempotent producer's retries are bounded: after a send that failed
+ * but landed, the producer would reuse its sequence numbers and the broker drop the next batch as
+ * a duplicate. createPublisher never reuses a producer after a failed send (a fresh producer id
+ * takes over), which removes that cause; bounded retries are what keep a send from landing long
+ * after its request was refused. So this one line is not logged.
+ */
+const BOUNDED_RETRIES_WARNING = 'Limiting retries for the idempotent producer may invalidate EoS guarantees';
+
 export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIENT_ID): Kafka {
   const kafkaLog = log.child({ component: 'kafka' });
   return new Kafka({
@@ -23,6 +32,7 @@ export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIEN
       () =>
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
+        if (message === BOUNDED_RETRIES_WARNING) return;
         kafkaLog[levels[level] ?? 'info'](rest, message);
       },
   });

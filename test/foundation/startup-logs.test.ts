@@ -1,0 +1,63 @@
+import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
+import { describe, expect, it } from 'vitest';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface LogLine {
+  level: number;
+  msg: string;
+}
+
+/** Starts an app, collects its JSON log until `ready` is logged, stops it with SIGTERM and returns every line. */
+async function startAndStop(entry: string, ready: string, env: Record<string, string>): Promise<LogLine[]> {
+  const child = spawn(process.execPath, ['node_modules/vite-node/vite-node.mjs', entry], {
+    env: { ...process.env, LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '20000', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines: LogLine[] = [];
+  let seenReady: () => void;
+  const isReady = new Promise<void>((resolve) => (seenReady = resolve));
+  createInterface({ input: child.stdout! }).on('line', (text) => {
+    try {
+      const line = JSON.parse(text) as LogLine;
+      lines.push(line);
+      if (line.msg === ready) seenReady();
+    } catch {
+      lines.push({ level: 60, msg: `not a JSON log line: ${text}` });
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const timeout = setTimeout(() => child.kill('SIGKILL'), 40_000);
+  await Promise.race([isReady, exited]);
+  child.kill('SIGTERM');
+  const code = await exited;
+  clearTimeout(timeout);
+  expect(code, `${entry} exit code; log: ${JSON.stringify(lines)}`).toBe(0);
+  expect(lines.map((l) => l.msg), entry).toContain(ready);
+  return lines;
+}
+
+// pino levels: 40 warn, 50 error, 60 fatal.
+const warnings = (lines: LogLine[]) => lines.filter((l) => l.level >= 40).map((l) => l.msg);
+
+describe('start-up with a correct configuration', () => {
+  it('the api, the pipeline and the edge log no warning or error from start to a clean stop', async () => {
+    const prefix = `startup.${Date.now().toString(36)}`;
+    const [api, pipeline, edge] = await Promise.all([
+      startAndStop('apps/api/main.ts', 'api listening', { API_PORT: String(await freePort()), API_HOST: '127.0.0.1', KAFKA_TOPIC_PREFIX: prefix }),
+      startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix }),
+      startAndStop('apps/edge/main.ts', 'edge listening', { EDGE_PORT: String(await freePort()), EDGE_HOST: '127.0.0.1', KAFKA_TOPIC_PREFIX: prefix }),
+    ]);
+    expect(warnings(api)).toEqual([]);
+    expect(warnings(pipeline)).toEqual([]);
+    expect(warnings(edge)).toEqual([]);
+  }, 90_000);
+});
