@@ -72,25 +72,91 @@ export function topicNames(prefix: string): Topics {
   return { events: `${prefix}.events.v1`, deadLetter: `${prefix}.events.dlq.v1` };
 }
 
-export const encodeEvent = (event: CanonicalEvent): Buffer => Buffer.from(JSON.stringify(event));
-
-/**
- * The canonical event when its type is one of `types`, else null, validating only those: a
- * processor that needs a few types skips the schema check of every other event. Throws when the
- * bytes are not JSON or a wanted event is not canonical.
+/*
+ * An events-topic message holds one ingest request's events for one venue, in order: a JSON array
+ * of canonical events (or a single event as a JSON object, which is also read). One message per
+ * request instead of one per event: Kafka clients, the sink and the processors pay their
+ * per-message costs once per request. Each message carries the distinct event types it holds in
+ * the `event-types` header, so a consumer that wants a few types skips the others unread.
  */
-export function decodeEventOfTypes(value: Buffer | null, types: ReadonlySet<EventType>): CanonicalEvent | null {
-  if (!value) throw new Error('empty message');
-  const json: unknown = JSON.parse(value.toString('utf8'));
-  const type = typeof json === 'object' && json !== null ? (json as { type?: unknown }).type : undefined;
-  if (typeof type === 'string' && !types.has(type as EventType)) return null;
-  return canonicalEventSchema.parse(json);
+export const EVENT_TYPES_HEADER = 'event-types';
+/** A request's events are split into messages of at most this many bytes (brokers refuse 1 MB by default). */
+export const MAX_EVENT_MESSAGE_BYTES = 512 * 1024;
+
+export interface EventMessage {
+  value: Buffer;
+  headers: Record<string, string>;
 }
 
-/** Throws when the bytes are not a canonical event; the sink sends such messages to the dead-letter topic. */
-export function decodeEvent(value: Buffer | null): CanonicalEvent {
+/** The messages for one venue's events, in order. */
+export function encodeEventMessages(events: CanonicalEvent[]): EventMessage[] {
+  const out: EventMessage[] = [];
+  let parts: string[] = [];
+  let bytes = 2;
+  let types = new Set<string>();
+  const flush = () => {
+    out.push({ value: Buffer.from(`[${parts.join(',')}]`), headers: { [EVENT_TYPES_HEADER]: [...types].join(',') } });
+    parts = [];
+    bytes = 2;
+    types = new Set();
+  };
+  for (const e of events) {
+    const json = JSON.stringify(e);
+    const size = Buffer.byteLength(json) + 1;
+    if (parts.length > 0 && bytes + size > MAX_EVENT_MESSAGE_BYTES) flush();
+    parts.push(json);
+    bytes += size;
+    types.add(e.type);
+  }
+  if (parts.length > 0) flush();
+  return out;
+}
+
+/** One event of a message: canonical, or why not (with the element as sent, for the dead-letter topic). */
+export type DecodedEvent = { event: CanonicalEvent; error?: undefined; raw: unknown } | { event?: undefined; error: unknown; raw: unknown };
+
+function parseElements(value: Buffer | null): unknown[] {
   if (!value) throw new Error('empty message');
-  return canonicalEventSchema.parse(JSON.parse(value.toString('utf8')));
+  const json: unknown = JSON.parse(value.toString('utf8'));
+  return Array.isArray(json) ? json : [json];
+}
+
+/** Every event of a message, each checked against the contract. Throws when the bytes are not JSON. */
+export function decodeEventMessage(value: Buffer | null): DecodedEvent[] {
+  return parseElements(value).map((raw) => {
+    const r = canonicalEventSchema.safeParse(raw);
+    return r.success ? { event: r.data, raw } : { error: r.error, raw };
+  });
+}
+
+/** The `event-types` header as a set, or null when the message has none (then every type may be in it). */
+function typesOf(headers: Record<string, unknown> | undefined): string[] | null {
+  const h = headers?.[EVENT_TYPES_HEADER];
+  if (h === undefined || h === null) return null;
+  return String(h).split(',');
+}
+
+/**
+ * The events of a message whose type is one of `types`, validating only those; a message whose
+ * header names none of them is not read at all. `invalid` counts the wanted-looking elements that
+ * are not canonical (the events sink dead-letters them). Throws when the bytes are not JSON.
+ */
+export function decodeEventsOfTypes(
+  message: { value: Buffer | null; headers?: Record<string, unknown> },
+  types: ReadonlySet<EventType>,
+): { events: CanonicalEvent[]; invalid: number } {
+  const events: CanonicalEvent[] = [];
+  let invalid = 0;
+  const declared = typesOf(message.headers);
+  if (declared && !declared.some((t) => types.has(t as EventType))) return { events, invalid };
+  for (const raw of parseElements(message.value)) {
+    const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
+    if (typeof type === 'string' && !types.has(type as EventType)) continue;
+    const r = canonicalEventSchema.safeParse(raw);
+    if (r.success) events.push(r.data);
+    else invalid++;
+  }
+  return { events, invalid };
 }
 
 /*

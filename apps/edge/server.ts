@@ -416,14 +416,18 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
           const outbox: Outbox = { byConn: new Map(), size: 0 };
           for (const message of batch.messages) {
             if (!isRunning() || isStale()) break;
-            let item: StreamItem | null = null;
-            try {
-              item = tail.source.toItem(tail.source.decode(message.value));
-            } catch (err) {
-              tail.undecodable++;
-              slog.warn({ partition: batch.partition, offset: message.offset, err: (err as Error).message }, 'message does not decode; not pushed');
+            // Every stream is keyed by venue: a venue nobody here watches is not even decoded.
+            const key = message.key?.toString();
+            if (key === undefined || byVenue.has(key)) {
+              let items: StreamItem[] = [];
+              try {
+                items = tail.source.toItems(tail.source.decode(message.value));
+              } catch (err) {
+                tail.undecodable++;
+                slog.warn({ partition: batch.partition, offset: message.offset, err: (err as Error).message }, 'message does not decode; not pushed');
+              }
+              for (const item of items) fanOut(item, outbox);
             }
-            if (item) fanOut(item, outbox);
             if (outbox.size >= FLUSH_EVERY) flush(outbox);
             tail.tailed++;
             resolveOffset(message.offset);

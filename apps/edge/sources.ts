@@ -1,4 +1,4 @@
-import { alarmTopicName, decodeAlarmEvent, decodeEvent, decodeOccupancyUpdate, derivedTopicNames, topicNames, type AlarmEvent, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
+import { alarmTopicName, decodeAlarmEvent, decodeEventMessage, decodeOccupancyUpdate, derivedTopicNames, topicNames, type AlarmEvent, type DecodedEvent, type OccupancyUpdate } from '../../lib/events.js';
 
 /** What the edge pushes for one message of a stream source, before the per-subscription key filter. */
 export interface StreamItem {
@@ -17,8 +17,8 @@ export interface StreamItem {
 
 /**
  * A Kafka topic the edge tails and pushes to subscribers. Messages are decoded only through the
- * event contract module (lib/events.ts); `toItem` maps the decoded message to a push, or null for
- * a message that is not pushed.
+ * event contract module (lib/events.ts); `toItems` maps the decoded message to its pushes (an
+ * events message holds a request's events; none for a message that is not pushed).
  */
 export interface StreamSource<T> {
   /** Short name: part of the consumer group id, and the label in /health. */
@@ -26,18 +26,20 @@ export interface StreamSource<T> {
   /** The topic, from the deployment's topic prefix. */
   topic: (prefix: string) => string;
   decode: (value: Buffer | null) => T;
-  toItem: (message: T) => StreamItem | null;
+  toItems: (message: T) => StreamItem[];
 }
 
 /** A source whose message type is erased, so sources of different types share one list. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyStreamSource = StreamSource<any>;
 
-const acceptedEvents: StreamSource<CanonicalEvent> = {
+/** An element that is not a canonical event is not pushed (the events sink dead-letters it). */
+const acceptedEvents: StreamSource<DecodedEvent[]> = {
   name: 'events',
   topic: (prefix) => topicNames(prefix).events,
-  decode: decodeEvent,
-  toItem: (e) => ({ operatorId: e.operatorId, venueId: e.venueId, eventType: e.type, metrics: e.metrics, time: new Date(e.ts).toISOString() }),
+  decode: decodeEventMessage,
+  toItems: (decoded) =>
+    decoded.flatMap(({ event: e }) => (e ? [{ operatorId: e.operatorId, venueId: e.venueId, eventType: e.type, metrics: e.metrics, time: new Date(e.ts).toISOString() }] : [])),
 };
 
 /**
@@ -49,7 +51,7 @@ const occupancyUpdates: StreamSource<OccupancyUpdate> = {
   name: 'occupancy',
   topic: (prefix) => derivedTopicNames(prefix).occupancy,
   decode: decodeOccupancyUpdate,
-  toItem: (u) => ({ operatorId: u.operatorId, venueId: u.venueId, zoneId: u.zoneId, eventType: 'occupancy', metrics: { occupancy: u.value }, time: new Date(u.ts).toISOString() }),
+  toItems: (u) => [{ operatorId: u.operatorId, venueId: u.venueId, zoneId: u.zoneId, eventType: 'occupancy', metrics: { occupancy: u.value }, time: new Date(u.ts).toISOString() }],
 };
 
 /**
@@ -61,14 +63,16 @@ const alarmEvents: StreamSource<AlarmEvent> = {
   name: 'alarms',
   topic: (prefix) => alarmTopicName(prefix),
   decode: decodeAlarmEvent,
-  toItem: (e) => ({
-    operatorId: e.operatorId,
-    venueId: e.venueId,
-    eventType: 'alarm',
-    metrics: {},
-    alarm: { ...e.alarm, kind: e.kind, previousSeverity: e.previousSeverity },
-    time: new Date(e.ts).toISOString(),
-  }),
+  toItems: (e) => [
+    {
+      operatorId: e.operatorId,
+      venueId: e.venueId,
+      eventType: 'alarm',
+      metrics: {},
+      alarm: { ...e.alarm, kind: e.kind, previousSeverity: e.previousSeverity },
+      time: new Date(e.ts).toISOString(),
+    },
+  ],
 };
 
 /** Every topic pushed over /ws. */

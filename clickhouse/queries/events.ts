@@ -21,6 +21,8 @@ export interface EventRow {
   kafka_topic: string;
   kafka_partition: number;
   kafka_offset: string;
+  /** The event's place in its message (one message holds a request's events). */
+  kafka_index: number;
 }
 
 /** One INSERT of raw events (and, through the views, of every telemetry table). */
@@ -42,7 +44,9 @@ export interface StoredOffsetsQuery {
 export type SunkTable = 'events' | 'occupancy_updates' | 'visits' | 'connector_health';
 
 export function storedOffsetsSql(q: StoredOffsetsQuery, table: SunkTable = 'events'): ChSql {
-  return chsql`SELECT kafka_partition AS partition, toString(kafka_offset) AS offset
+  // Only raw events share a message with others; every derived row is its message's only one.
+  const index = table === 'events' ? 'kafka_index' : '0';
+  return chsql`SELECT kafka_partition AS partition, toString(kafka_offset) AS offset, ${raw(index)} AS index
                  FROM ${raw(table)}
                 WHERE ts >= toDateTime(${q.fromTs}, 'UTC') AND ts <= toDateTime(${q.toTs}, 'UTC')
                   AND kafka_topic = ${q.topic}
@@ -51,12 +55,12 @@ export function storedOffsetsSql(q: StoredOffsetsQuery, table: SunkTable = 'even
 }
 
 /**
- * Which of the candidate Kafka positions are already stored, as `partition:offset`. A row's event
- * time does not change on replay, so the candidates' time range finds every stored copy.
+ * Which of the candidate Kafka positions are already stored, as `partition:offset:index`. A row's
+ * event time does not change on replay, so the candidates' time range finds every stored copy.
  */
 export async function storedOffsets(ch: Ch, q: StoredOffsetsQuery, table: SunkTable = 'events'): Promise<Set<string>> {
-  const found = await chRows<{ partition: number; offset: string }>(ch, storedOffsetsSql(q, table));
-  return new Set(found.map((r) => `${r.partition}:${r.offset}`));
+  const found = await chRows<{ partition: number; offset: string; index: number }>(ch, storedOffsetsSql(q, table));
+  return new Set(found.map((r) => `${r.partition}:${r.offset}:${r.index}`));
 }
 
 export function storedEventIdsSql(q: { ids: string[]; fromTs: number; toTs: number }): ChSql {

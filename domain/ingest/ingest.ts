@@ -4,7 +4,7 @@ import type { Message } from 'kafkajs';
 import type { Db } from '../../postgres/client.js';
 import { activeZones } from '../../postgres/queries/zones.js';
 import { liveIntegrationSummaries } from '../../postgres/queries/integrations.js';
-import { encodeEvent, encodeIngestReport, type CanonicalEvent, type ConnectorType, type EventType, type IngestReport } from '../../lib/events.js';
+import { encodeEventMessages, encodeIngestReport, type CanonicalEvent, type ConnectorType, type EventType, type IngestReport } from '../../lib/events.js';
 import type { Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { unavailable } from '../../lib/errors.js';
@@ -112,7 +112,8 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
       receivedAt: now.getTime(),
       idempotencyKey: batch.idempotencyKey,
     };
-    const messages: Message[] = valid.map((v) => ({ key: venueId, value: encodeEvent(toCanonical(v, ctx)) }));
+    // One message for the request's events (more only past MAX_EVENT_MESSAGE_BYTES), all to the venue's partition in order.
+    const messages: Message[] = encodeEventMessages(valid.map((v) => toCanonical(v, ctx))).map((m) => ({ key: venueId, ...m }));
     // The request's report for connector health travels in the same acknowledged send.
     const report = deps.reportsTopic ? [{ topic: deps.reportsTopic, messages: [reportMessage(reportOf(valid.length, errors.length))] }] : [];
     try {

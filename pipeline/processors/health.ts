@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { Queryable } from '../../postgres/client.js';
 import {
-  decodeEvent,
   decodeIngestReport,
   decodeStateEntry,
   encodeConnectorHealthChange,
@@ -10,19 +9,22 @@ import {
   type ConnectorType,
 } from '../../lib/events.js';
 import { describeError } from '../sink/dead-letter.js';
-import type { Effects, Processor } from './runtime.js';
+import { eventsOfTypes, type Effects, type Processor } from './runtime.js';
 import { VenueInfos } from './venues.js';
 
 /**
  * Connector health per active integration (docs/processors.md#connector-health), from the events
  * and ingest reports of its venue. An integration's last sign of life is the newest time ingest
- * accepted an event of its venue and connector type, or a heartbeat naming it. Its rejection rate
+ * accepted an event of its venue and connector type (from the request's report), or a heartbeat
+ * naming it (the only events read: a message without heartbeats is skipped unread). Its rejection rate
  * is rejected / submitted events of its venue and connector type over the last 15 minutes.
  * Statuses are evaluated on the wall clock, by the timer, once the processor has read all its
  * input (a replay of old input must not flag live connectors offline). A change is emitted as a
  * transition; every integration also gets an hourly snapshot (so the dashboard finds a recent row
  * for stable ones).
  */
+
+const HEARTBEATS = new Set(['heartbeat'] as const);
 
 /** How often each connector type normally sends something (vendor facts, docs/processors.md). */
 export const EXPECTED_INTERVAL_MS: Record<ConnectorType, number> = {
@@ -113,34 +115,35 @@ export function createHealthProcessor(opts: { db: Queryable; eventsTopic: string
     async process(state, messages, ctx) {
       const dirty = new Set<string>();
       for (const m of messages) {
+        if (m.topic !== opts.reportsTopic) continue;
         try {
-          if (m.topic === opts.reportsTopic) {
-            const r = decodeIngestReport(m.value);
-            const s = source(state, r.operatorId, r.venueId, r.connectorType, dirty);
-            const minute = Math.floor(r.ts / 60_000) * 60_000;
-            const at = s.minutes.find((x) => x[0] === minute);
-            if (at) {
-              at[1] += r.accepted;
-              at[2] += r.rejected;
-            } else s.minutes.push([minute, r.accepted, r.rejected]);
-            s.minutes = s.minutes.filter((x) => x[0] > minute - REJECTION_WINDOW_MS).sort((a, b) => a[0] - b[0]);
-            continue;
-          }
-          const e = decodeEvent(m.value);
-          const integrationId = e.type === 'heartbeat' ? e.payload.integration_id : undefined;
-          if (typeof integrationId === 'string') {
-            // Ingest checked it is an active integration of this venue and connector type.
-            const key = `i|${integrationId}`;
-            const i = state.integrations.get(key) ?? { o: e.operatorId, v: e.venueId, t: e.connectorType, hb: null, status: null, snap: 0 };
-            i.hb = Math.max(i.hb ?? 0, e.receivedAt);
-            state.integrations.set(key, i);
-            dirty.add(key);
-          }
-          const s = source(state, e.operatorId, e.venueId, e.connectorType, dirty);
-          s.last = Math.max(s.last ?? 0, e.receivedAt);
+          const r = decodeIngestReport(m.value);
+          const s = source(state, r.operatorId, r.venueId, r.connectorType, dirty);
+          // The report travels in the same send as the request's events: accepted ones are a sign of life.
+          if (r.accepted > 0) s.last = Math.max(s.last ?? 0, r.ts);
+          const minute = Math.floor(r.ts / 60_000) * 60_000;
+          const at = s.minutes.find((x) => x[0] === minute);
+          if (at) {
+            at[1] += r.accepted;
+            at[2] += r.rejected;
+          } else s.minutes.push([minute, r.accepted, r.rejected]);
+          s.minutes = s.minutes.filter((x) => x[0] > minute - REJECTION_WINDOW_MS).sort((a, b) => a[0] - b[0]);
         } catch (err) {
-          ctx.log.warn({ topic: m.topic, partition: m.partition, offset: m.offset, err: describeError(err) }, 'health: undecodable message skipped');
+          ctx.log.warn({ topic: m.topic, partition: m.partition, offset: m.offset, err: describeError(err) }, 'health: undecodable report skipped');
         }
+      }
+      const events = messages.filter((m) => m.topic !== opts.reportsTopic);
+      for (const e of eventsOfTypes(events, HEARTBEATS, ctx, 'health')) {
+        const integrationId = e.payload.integration_id;
+        if (typeof integrationId !== 'string') continue;
+        // Ingest checked it is an active integration of this venue and connector type.
+        const key = `i|${integrationId}`;
+        const i = state.integrations.get(key) ?? { o: e.operatorId, v: e.venueId, t: e.connectorType, hb: null, status: null, snap: 0 };
+        i.hb = Math.max(i.hb ?? 0, e.receivedAt);
+        state.integrations.set(key, i);
+        dirty.add(key);
+        const s = source(state, e.operatorId, e.venueId, e.connectorType, dirty);
+        s.last = Math.max(s.last ?? 0, e.receivedAt);
       }
       const changes = [...dirty].map((key) => ({ key, value: encodeStateEntry(key.startsWith('s|') ? state.sources.get(key) : state.integrations.get(key)) }));
       return { outputs: [], changes };

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import type { Queryable } from '../../postgres/client.js';
-import { decodeEventOfTypes, decodeStateEntry, encodeOccupancyUpdate, encodeStateEntry, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
+import { decodeStateEntry, encodeOccupancyUpdate, encodeStateEntry, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
 import { nextPeriodStart, periodStart } from '../../domain/telemetry/calendar.js';
-import { describeError } from '../sink/dead-letter.js';
-import type { Effects, InputMessage, Processor, ProcessorContext } from './runtime.js';
+import { eventsOfTypes, type Effects, type InputMessage, type Processor, type ProcessorContext } from './runtime.js';
 import { VenueInfos, type VenueInfo } from './venues.js';
 
 /**
@@ -205,17 +204,7 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
     size: (state) => state.size,
 
     async process(state, messages: InputMessage[], ctx: ProcessorContext): Promise<Effects> {
-      const events: CanonicalEvent[] = [];
-      for (const m of messages) {
-        try {
-          const e = decodeEventOfTypes(m.value, FLOW_TYPES);
-          if (e) events.push(e);
-        } catch (err) {
-          // The events sink dead-letters it; nothing here can count it.
-          ctx.log.warn({ partition: m.partition, offset: m.offset, err: describeError(err) }, 'occupancy: undecodable event skipped');
-        }
-      }
-      const relevant = events;
+      const relevant = eventsOfTypes(messages, FLOW_TYPES, ctx, 'occupancy');
       const outputs: Effects['outputs'] = [];
       const dirty = new Set<string>();
       if (relevant.length === 0) return { outputs, changes: [] };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner, type Producer, Partitioners } from 'kafkajs';
-import { changelogTopicName } from '../../lib/events.js';
+import { changelogTopicName, decodeEventsOfTypes, type CanonicalEvent, type EventType } from '../../lib/events.js';
 import type { Logger } from '../../lib/logger.js';
 import { describeError } from '../sink/dead-letter.js';
 
@@ -21,6 +21,25 @@ export interface InputMessage {
   partition: number;
   offset: string;
   value: Buffer | null;
+  headers?: Record<string, unknown>;
+}
+
+/**
+ * The events of `types` in a batch of events-topic messages, in order. What cannot be read is
+ * skipped with a log line: the events sink dead-letters it, and nothing here could count it.
+ */
+export function eventsOfTypes(messages: InputMessage[], types: ReadonlySet<EventType>, ctx: ProcessorContext, processor: string): CanonicalEvent[] {
+  const events: CanonicalEvent[] = [];
+  for (const m of messages) {
+    try {
+      const got = decodeEventsOfTypes(m, types);
+      for (const e of got.events) events.push(e);
+      if (got.invalid > 0) ctx.log.warn({ partition: m.partition, offset: m.offset, invalid: got.invalid }, `${processor}: events not in the contract skipped`);
+    } catch (err) {
+      ctx.log.warn({ partition: m.partition, offset: m.offset, err: describeError(err) }, `${processor}: undecodable message skipped`);
+    }
+  }
+  return events;
 }
 
 export interface Output {
@@ -250,7 +269,7 @@ export class ProcessorRuntime<S> {
       try {
         const effects = await this.processor.process(
           state,
-          batch.messages.map((m) => ({ topic: batch.topic, partition: p, offset: m.offset, value: m.value })),
+          batch.messages.map((m) => ({ topic: batch.topic, partition: p, offset: m.offset, value: m.value, headers: m.headers })),
           ctx,
         );
         await this.transact(effects, p, [{ topic: batch.topic, partition: p, offset: next.toString() }]);

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Queryable } from '../../postgres/client.js';
-import { decodeEventOfTypes, decodeStateEntry, encodeStateEntry, encodeVisit, type CanonicalEvent, type Visit } from '../../lib/events.js';
-import { describeError } from '../sink/dead-letter.js';
-import type { Effects, Processor } from './runtime.js';
+import { decodeStateEntry, encodeStateEntry, encodeVisit, type CanonicalEvent, type Visit } from '../../lib/events.js';
+import { eventsOfTypes, type Effects, type Processor } from './runtime.js';
 import { VenueInfos, type VenueInfo } from './venues.js';
 
 /**
@@ -111,14 +110,7 @@ export function createVisitsProcessor(opts: { db: Queryable; inputTopic: string;
     async process(state, messages, ctx) {
       const effects: Effects = { outputs: [], changes: [] };
       const events: CanonicalEvent[] = [];
-      for (const m of messages) {
-        try {
-          const e = decodeEventOfTypes(m.value, SIGHTINGS);
-          if (e?.device) events.push(e);
-        } catch (err) {
-          ctx.log.warn({ partition: m.partition, offset: m.offset, err: describeError(err) }, 'visits: undecodable event skipped');
-        }
-      }
+      for (const e of eventsOfTypes(messages, SIGHTINGS, ctx, 'visits')) if (e.device) events.push(e);
       if (events.length === 0) return effects;
       const known = await venues.resolve(events.map((e) => e.venueId));
       const reloaded = new Set<string>();

@@ -1,4 +1,4 @@
-import type { KafkaMessage, Message } from 'kafkajs';
+import type { IHeaders, Message } from 'kafkajs';
 import { z } from 'zod';
 import type { Origin } from './rows.js';
 
@@ -8,6 +8,7 @@ export const DLQ_HEADERS = {
   topic: 'x-dlq-original-topic',
   partition: 'x-dlq-original-partition',
   offset: 'x-dlq-original-offset',
+  index: 'x-dlq-original-index',
 } as const;
 
 const MAX_ERROR_CHARS = 2000;
@@ -20,17 +21,25 @@ export function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** The original message, unchanged, with why and where from in headers, so it can be replayed. */
-export function deadLetter(message: KafkaMessage, origin: Origin, error: string): Message {
+/** What is dead-lettered: a whole message, or one event of a message (as its own message). */
+export interface Letter {
+  key: Buffer | null;
+  value: Buffer | null;
+  headers?: IHeaders;
+}
+
+/** The letter, unchanged, with why and where from in headers, so it can be replayed. */
+export function deadLetter(letter: Letter, origin: Origin, error: string): Message {
   return {
-    key: message.key,
-    value: message.value,
+    key: letter.key,
+    value: letter.value,
     headers: {
-      ...message.headers,
+      ...letter.headers,
       [DLQ_HEADERS.error]: error.slice(0, MAX_ERROR_CHARS),
       [DLQ_HEADERS.topic]: origin.topic,
       [DLQ_HEADERS.partition]: String(origin.partition),
       [DLQ_HEADERS.offset]: origin.offset,
+      [DLQ_HEADERS.index]: String(origin.index),
     },
   };
 }

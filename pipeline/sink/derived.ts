@@ -15,7 +15,8 @@ export const occupancyTarget: SinkTarget<OccupancyRow> = {
   name: 'occupancy_updates',
   decode(value) {
     const u = decodeOccupancyUpdate(value);
-    return {
+    return [{
+      raw: u,
       venueId: u.venueId,
       operatorId: u.operatorId,
       toRow: (origin, ctx) => ({
@@ -35,7 +36,7 @@ export const occupancyTarget: SinkTarget<OccupancyRow> = {
         kafka_partition: origin.partition,
         kafka_offset: origin.offset,
       }),
-    };
+    }];
   },
   insert: insertOccupancy,
   storedOffsets: (ch, q) => storedOffsets(ch, q, 'occupancy_updates'),
@@ -46,7 +47,8 @@ export const visitsTarget: SinkTarget<VisitRow> = {
   name: 'visits',
   decode(value) {
     const v = decodeVisit(value);
-    return {
+    return [{
+      raw: v,
       venueId: v.venueId,
       operatorId: v.operatorId,
       toRow: (origin, ctx) => ({
@@ -68,7 +70,7 @@ export const visitsTarget: SinkTarget<VisitRow> = {
         kafka_partition: origin.partition,
         kafka_offset: origin.offset,
       }),
-    };
+    }];
   },
   insert: insertVisits,
   storedOffsets: (ch, q) => storedOffsets(ch, q, 'visits'),
@@ -79,7 +81,8 @@ export const healthTarget: SinkTarget<HealthRow> = {
   name: 'connector_health',
   decode(value) {
     const c = decodeConnectorHealthChange(value);
-    return {
+    return [{
+      raw: c,
       venueId: c.venueId,
       operatorId: c.operatorId,
       toRow: (origin, ctx) => ({
@@ -101,7 +104,7 @@ export const healthTarget: SinkTarget<HealthRow> = {
         kafka_partition: origin.partition,
         kafka_offset: origin.offset,
       }),
-    };
+    }];
   },
   insert: insertHealth,
   storedOffsets: (ch, q) => storedOffsets(ch, q, 'connector_health'),

@@ -1,6 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import { insertEvents, storedEventIds, storedOffsets, type EventRow } from '../../clickhouse/queries/events.js';
-import { decodeEvent } from '../../lib/events.js';
+import { decodeEventMessage } from '../../lib/events.js';
+import { describeError } from './dead-letter.js';
 import type { Queryable } from '../../postgres/client.js';
 import { advanceLastEventAt } from '../../postgres/queries/venues.js';
 import { partitionKey, toRow } from './rows.js';
@@ -20,8 +21,9 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
   return {
     name: 'events',
     decode(value) {
-      const event = decodeEvent(value);
-      return { venueId: event.venueId, operatorId: event.operatorId, toRow: (origin, ctx) => toRow(event, origin, ctx) };
+      return decodeEventMessage(value).map(({ event, error, raw }) =>
+        event ? { raw, venueId: event.venueId, operatorId: event.operatorId, toRow: (origin, ctx) => toRow(event, origin, ctx) } : { raw, error: describeError(error) },
+      );
     },
     insert: insertEvents,
     storedOffsets: (ch, q) => storedOffsets(ch, q, 'events'),

@@ -6,6 +6,8 @@ export interface Origin {
   topic: string;
   partition: number;
   offset: string;
+  /** Place in the message (an events message holds a request's events; other messages hold one). */
+  index: number;
 }
 
 /** Where the event belongs: the venue's zone (for local days) and its operator's retention class. */
@@ -36,6 +38,7 @@ export function toRow(e: CanonicalEvent, origin: Origin, place: Placement): Even
     kafka_topic: origin.topic,
     kafka_partition: origin.partition,
     kafka_offset: origin.offset,
+    kafka_index: origin.index,
   };
 }
 

@@ -1,9 +1,9 @@
-import type { Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
+import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import type { Ch } from '../../clickhouse/client.js';
 import type { StoredOffsetsQuery } from '../../clickhouse/queries/events.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Queryable } from '../../postgres/client.js';
-import { deadLetter, describeError } from './dead-letter.js';
+import { deadLetter, describeError, type Letter } from './dead-letter.js';
 import type { Origin } from './rows.js';
 import { VenueContexts, type VenueContext } from './venue-context.js';
 import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
@@ -48,21 +48,29 @@ export interface SinkRow {
   retention_days: number;
 }
 
-/** A message the target could decode: the venue and operator it claims, and its row once the venue is known. */
+/** A message element the target could decode: the venue and operator it claims, and its row once the venue is known. */
 export interface Decoded<R> {
+  /** The element as sent (dead-lettered alone if its venue refuses it). */
+  raw: unknown;
   venueId: string;
   operatorId: string;
   toRow(origin: Origin, ctx: VenueContext): R;
+}
+
+/** An element that is not of the topic's type: dead-lettered on its own (`raw` as sent), the others of its message stored. */
+export interface Undecodable {
+  error: string;
+  raw: unknown;
 }
 
 /** What differs between sinks: the message type, the table, and optional extras. */
 export interface SinkTarget<R extends SinkRow> {
   /** For logs. */
   name: string;
-  /** Throws when the message is not of the topic's type (the message is dead-lettered). */
-  decode(value: Buffer | null): Decoded<R>;
+  /** The message's elements in order (an events message holds a request's events); throws when the whole message is unreadable (it is dead-lettered). */
+  decode(value: Buffer | null): Array<Decoded<R> | Undecodable>;
   insert(ch: Ch, rows: R[]): Promise<void>;
-  /** The positions already stored (`partition:offset`). */
+  /** The positions already stored (`partition:offset:index`). */
   storedOffsets(ch: Ch, q: StoredOffsetsQuery): Promise<Set<string>>;
   /** The table's partition of a row (an insert touches at most 50). */
   partitionKey(row: R): string;
@@ -114,8 +122,10 @@ const MAX_PARTITIONS_PER_INSERT = 50;
 interface Item<R> {
   partition: number;
   offset: string;
+  /** Place in its message. */
+  index: number;
   row?: R;
-  poison?: { message: KafkaMessage; error: string };
+  poison?: { letter: Letter; error: string };
   /** Inserted, found stored, or dead-lettered: a retry leaves it alone. */
   done: boolean;
 }
@@ -246,31 +256,49 @@ export class Sink<R extends SinkRow> {
   }
 
   private async decode(batch: Batch): Promise<Item<R>[]> {
+    const what = this.target.name === 'events' ? 'event' : `${this.target.name} message`;
     const decoded = batch.messages.map((message) => {
       try {
-        return { message, event: this.target.decode(message.value) };
+        return { message, parts: this.target.decode(message.value) };
       } catch (err) {
-        return { message, error: `undecodable ${this.target.name === 'events' ? 'event' : `${this.target.name} message`}: ${describeError(err)}` };
+        return { message, error: `undecodable ${what}: ${describeError(err)}` };
       }
     });
-    const contexts = await this.contexts.resolve(decoded.flatMap((d) => (d.event ? [d.event.venueId] : [])));
-    return decoded.map(({ message, event, error }): Item<R> => {
-      const item: Item<R> = { partition: batch.partition, offset: message.offset, done: false };
-      const origin: Origin = { topic: batch.topic, partition: batch.partition, offset: message.offset };
-      const ctx = event && contexts.get(event.venueId);
-      if (!event) item.poison = { message, error: error! };
-      else if (!ctx) item.poison = { message, error: `unknown venue ${event.venueId}` };
-      else if (ctx.operatorId !== event.operatorId) item.poison = { message, error: `venue ${event.venueId} belongs to another operator` };
-      else {
-        try {
-          item.row = event.toRow(origin, ctx);
-        } catch (err) {
-          // e.g. a time zone the runtime does not know
-          item.poison = { message, error: describeError(err) };
+    const venueIds: string[] = [];
+    for (const d of decoded) for (const p of d.parts ?? []) if ('venueId' in p) venueIds.push(p.venueId);
+    const contexts = await this.contexts.resolve(venueIds);
+    const items: Item<R>[] = [];
+    for (const { message, parts, error } of decoded) {
+      const at = { partition: batch.partition, offset: message.offset, done: false };
+      if (!parts) {
+        items.push({ ...at, index: 0, poison: { letter: message, error: error! } });
+        continue;
+      }
+      parts.forEach((part, index) => {
+        const item: Item<R> = { ...at, index };
+        // An element of a message holding several is dead-lettered alone: a replay must not repeat the others.
+        const poison = (reason: string) => {
+          const value = parts.length === 1 ? message.value : Buffer.from(JSON.stringify(part.raw));
+          item.poison = { letter: { key: message.key, value, headers: message.headers }, error: reason };
+        };
+        if ('error' in part) poison(`undecodable ${what}: ${part.error}`);
+        else {
+          const ctx = contexts.get(part.venueId);
+          if (!ctx) poison(`unknown venue ${part.venueId}`);
+          else if (ctx.operatorId !== part.operatorId) poison(`venue ${part.venueId} belongs to another operator`);
+          else {
+            try {
+              item.row = part.toRow({ topic: batch.topic, partition: batch.partition, offset: message.offset, index }, ctx);
+            } catch (err) {
+              // e.g. a time zone the runtime does not know
+              poison(describeError(err));
+            }
+          }
         }
-      }
-      return item;
-    });
+        items.push(item);
+      });
+    }
+    return items;
   }
 
   private hold(pending: Pending<R>, batch: Batch, items: Item<R>[]): void {
@@ -280,7 +308,7 @@ export class Sink<R extends SinkRow> {
       pending.items.push(item);
       if (item.row) pending.rows++;
     }
-    if (!pending.from.has(batch.partition)) pending.from.set(batch.partition, items[0]!.offset);
+    if (!pending.from.has(batch.partition)) pending.from.set(batch.partition, batch.firstOffset()!);
     pending.commit.set(batch.partition, (BigInt(batch.lastOffset()) + 1n).toString());
   }
 
@@ -337,11 +365,11 @@ export class Sink<R extends SinkRow> {
     await this.opts.producer.send({
       topic: this.opts.topics.deadLetter,
       acks: -1,
-      messages: poison.map((i) => deadLetter(i.poison!.message, { topic, partition: i.partition, offset: i.offset }, i.poison!.error)),
+      messages: poison.map((i) => deadLetter(i.poison!.letter, { topic, partition: i.partition, offset: i.offset, index: i.index }, i.poison!.error)),
     });
     for (const i of poison) {
       i.done = true;
-      this.log.warn({ partition: i.partition, offset: i.offset, error: i.poison!.error }, 'poison message dead-lettered');
+      this.log.warn({ partition: i.partition, offset: i.offset, index: i.index, error: i.poison!.error }, 'poison message dead-lettered');
     }
     this.stats.deadLettered += poison.length;
   }
@@ -360,7 +388,7 @@ export class Sink<R extends SinkRow> {
         ...tsBounds(unverified),
       });
       for (const i of unverified) {
-        if (stored.has(`${i.partition}:${i.offset}`)) {
+        if (stored.has(`${i.partition}:${i.offset}:${i.index}`)) {
           i.done = true;
           this.stats.skipped++;
         }

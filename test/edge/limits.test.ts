@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { request } from '../support/http.js';
-import { decodeEvent, encodeEvent, type CanonicalEvent } from '../../lib/events.js';
+import { decodeEventMessage, encodeEventMessages, type DecodedEvent } from '../../lib/events.js';
 import { STREAM_SOURCES, type StreamSource } from '../../apps/edge/sources.js';
 import { Client, freePort, ingestDensity, sleep, startTestEdge, type TestEdge } from './support.js';
 
@@ -153,11 +153,12 @@ describe('stream sources and scale-out', () => {
     await admin.createTopics({ topics: [{ topic: extraTopic, numPartitions: 2 }], waitForLeaders: true });
     await admin.disconnect();
     // A second source shaped like the coming occupancy-update topic: one entry in the list.
-    const extra: StreamSource<CanonicalEvent> = {
+    const extra: StreamSource<DecodedEvent[]> = {
       name: 'test-updates',
       topic: () => extraTopic,
-      decode: decodeEvent,
-      toItem: (e) => ({ operatorId: e.operatorId, venueId: e.venueId, eventType: 'occupancy-update-test', metrics: e.metrics, time: new Date(e.ts).toISOString() }),
+      decode: decodeEventMessage,
+      toItems: (decoded) =>
+        decoded.flatMap(({ event: e }) => (e ? [{ operatorId: e.operatorId, venueId: e.venueId, eventType: 'occupancy-update-test', metrics: e.metrics, time: new Date(e.ts).toISOString() }] : [])),
     };
     const multi = await extraEdge({}, { sources: [...STREAM_SOURCES, extra] });
     const c = track(await Client.connected(multi.url, op.key));
@@ -167,7 +168,7 @@ describe('stream sources and scale-out', () => {
     const now = Date.now();
     await producer.send({
       topic: extraTopic,
-      messages: [{ key: venue, value: encodeEvent({ id: randomUUID(), operatorId: op.id, venueId: venue, zoneId: null, connectorType: 'density', type: 'occupancy', ts: now, receivedAt: now, device: null, randomizedMac: false, metrics: { occupancy: 12 }, payload: {} }) }],
+      messages: [{ key: venue, ...encodeEventMessages([{ id: randomUUID(), operatorId: op.id, venueId: venue, zoneId: null, connectorType: 'density', type: 'occupancy', ts: now, receivedAt: now, device: null, randomizedMac: false, metrics: { occupancy: 12 }, payload: {} }])[0]! }],
     });
     await producer.disconnect();
     await ingestDensity(api, op.key, venue, [{ type: 'occupancy', count: 11 }]);
@@ -227,10 +228,10 @@ describe('backpressure, pings and health', () => {
     for (let start = 0; start < total; start += 500) {
       const messages = Array.from({ length: 500 }, (_, j) => ({
         key: venue,
-        value: encodeEvent({
+        ...encodeEventMessages([{
           id: randomUUID(), operatorId: op.id, venueId: venue, zoneId: null, connectorType: 'density', type: 'occupancy',
           ts: now - 1000, receivedAt: now, device: null, randomizedMac: false, metrics: { occupancy: start + j }, payload: {},
-        }),
+        }])[0]!,
       }));
       await producer.send({ topic: `${slowEdge.cfg.KAFKA_TOPIC_PREFIX}.events.v1`, messages });
     }

@@ -295,7 +295,7 @@ describe('tenant isolation', () => {
     const c = await open(alice.key);
     await c.subscribe(1, aliceVenue, ['entries']);
     const { Kafka, logLevel } = await import('kafkajs');
-    const { encodeEvent } = await import('../../lib/events.js');
+    const { encodeEventMessages } = await import('../../lib/events.js');
     const kafka = new Kafka({ brokers: edge.cfg.KAFKA_BROKERS, clientId: 'edge-test', logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
     await producer.connect();
@@ -303,9 +303,9 @@ describe('tenant isolation', () => {
     await producer.send({
       topic: `${edge.cfg.KAFKA_TOPIC_PREFIX}.events.v1`,
       messages: [
-        { key: aliceVenue, value: encodeEvent({ ...base, id: randomUUID(), operatorId: bob.id, venueId: aliceVenue, metrics: { entries: 100 } }) },
+        { key: aliceVenue, ...encodeEventMessages([{ ...base, id: randomUUID(), operatorId: bob.id, venueId: aliceVenue, metrics: { entries: 100 } }])[0]! },
         { key: aliceVenue, value: Buffer.from('not json') },
-        { key: aliceVenue, value: encodeEvent({ ...base, id: randomUUID(), operatorId: alice.id, venueId: aliceVenue, metrics: { entries: 1 } }) },
+        { key: aliceVenue, ...encodeEventMessages([{ ...base, id: randomUUID(), operatorId: alice.id, venueId: aliceVenue, metrics: { entries: 1 } }])[0]! },
       ],
     });
     await producer.disconnect();

@@ -3,19 +3,19 @@ import { expect } from 'vitest';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import type { Config } from '../../lib/config.js';
 import { topicsFor } from '../../lib/kafka.js';
-import { decodeEvent, type CanonicalEvent } from '../../lib/events.js';
+import { decodeEventMessage, type CanonicalEvent } from '../../lib/events.js';
 import type { RunningApi } from '../support/env.js';
 import { request, type JsonResponse } from '../support/http.js';
 
 export interface Published {
   event: CanonicalEvent;
-  /** The message bytes exactly as on the topic. */
+  /** The bytes of the message holding it, exactly as on the topic. */
   raw: Buffer;
   key: string;
   partition: number;
 }
 
-/** Reads the run's events topic from the beginning with its own consumer group, keeping every message. */
+/** Reads the run's events topic from the beginning with its own consumer group, keeping every event. */
 export class EventTap {
   private readonly seen: Published[] = [];
 
@@ -30,13 +30,13 @@ export class EventTap {
     await consumer.run({
       eachMessage: async ({ message, partition }) => {
         // Other suites of the run may have put deliberately malformed messages on the topic.
-        let event: CanonicalEvent;
+        let decoded;
         try {
-          event = decodeEvent(message.value);
+          decoded = decodeEventMessage(message.value);
         } catch {
           return;
         }
-        tap.seen.push({ event, raw: message.value!, key: message.key?.toString() ?? '', partition });
+        for (const { event } of decoded) if (event) tap.seen.push({ event, raw: message.value!, key: message.key?.toString() ?? '', partition });
       },
     });
     return tap;
@@ -46,13 +46,13 @@ export class EventTap {
     return this.seen.filter((p) => p.event.venueId === venueId);
   }
 
-  /** Waits until `n` messages for the venue arrived, then a little longer to catch any extra one. */
+  /** Waits until `n` events for the venue arrived, then a little longer to catch any extra one. */
   async waitFor(venueId: string, n: number, timeoutMs = 20_000): Promise<Published[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.forVenue(venueId).length < n && Date.now() < deadline) await sleep(50);
     await sleep(300);
     const got = this.forVenue(venueId);
-    expect(got.length, `messages for venue ${venueId}`).toBe(n);
+    expect(got.length, `events for venue ${venueId}`).toBe(n);
     return got;
   }
 

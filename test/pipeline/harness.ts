@@ -6,7 +6,7 @@ import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { testConfig } from '../support/env.js';
 import { createLogger } from '../../lib/logger.js';
 import { createKafka, createProducer, ensureTopics } from '../../lib/kafka.js';
-import { encodeEvent, type CanonicalEvent, type Topics } from '../../lib/events.js';
+import { encodeEventMessages, type CanonicalEvent, type Topics } from '../../lib/events.js';
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import { chRows, chsql, createCh, raw, type Ch } from '../../clickhouse/client.js';
@@ -93,9 +93,21 @@ export async function produce(h: Harness, items: Array<CanonicalEvent | { key: s
     await h.producer.send({
       topic: h.topics.events,
       acks: -1,
-      messages: items.slice(i, i + 500).map((it) => ('raw' in it ? { key: it.key, value: it.raw } : { key: it.venueId, value: encodeEvent(it) })),
+      messages: items.slice(i, i + 500).map((it) => ('raw' in it ? { key: it.key, value: it.raw } : { key: it.venueId, ...encodeEventMessages([it])[0]! })),
     });
   }
+}
+
+/** Produces the events as ingest does: one message per request, here up to `perMessage` consecutive events of one venue. */
+export async function produceRequests(h: Harness, events: CanonicalEvent[], perMessage: number): Promise<void> {
+  const messages: Array<{ key: string; value: Buffer; headers: Record<string, string> }> = [];
+  for (let i = 0; i < events.length; ) {
+    const venueId = events[i]!.venueId;
+    const request: CanonicalEvent[] = [];
+    while (i < events.length && events[i]!.venueId === venueId && request.length < perMessage) request.push(events[i++]!);
+    for (const m of encodeEventMessages(request)) messages.push({ key: venueId, ...m });
+  }
+  for (let i = 0; i < messages.length; i += 100) await h.producer.send({ topic: h.topics.events, acks: -1, messages: messages.slice(i, i + 100) });
 }
 
 export function startSink(h: Harness, groupId: string, opts: Partial<SinkOptions> = {}): Promise<RunningSink> {

@@ -42,7 +42,7 @@ describe('the retention job', () => {
     const at = (t: { operatorId: string; venueIds: string[] }, ts: number, retentionDays: number, offset: number) =>
       toRow(
         event({ operatorId: t.operatorId, venueId: t.venueIds[0]!, ts, metrics: { temperature: 20 }, device: 'dev-1' }),
-        { topic: h.topics.events, partition: 0, offset: String(offset) },
+        { topic: h.topics.events, partition: 0, offset: String(offset), index: 0 },
         { timezone: 'UTC', retentionDays },
       );
     await insertEvents(h.ch, [at(free, now - 10 * DAY, 7, 0), at(free, now - DAY, 7, 1), at(pro, now - 10 * DAY, 365, 2)]);

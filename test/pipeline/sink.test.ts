@@ -16,6 +16,7 @@ import {
   offsets,
   openHarness,
   produce,
+  produceRequests,
   quietCh,
   rawCount,
   rollupTotals,
@@ -111,10 +112,15 @@ describe('events sink', () => {
     }
   });
 
-  it('replays a consumer killed between insert and commit without counting anything twice', async () => {
+  it.each([
+    ['one event per message', 1],
+    ['a request of 70 events per message, split across inserts', 70],
+  ])('replays a consumer killed between insert and commit without counting anything twice: %s', async (_, perMessage) => {
     const t = await newTenant(h.db, 'starter', ['UTC']);
     const events = workload(t, 1500);
-    await produce(h, events);
+    // Sorted by venue so a message holds up to 70 events of one venue, as one ingest request does.
+    if (perMessage > 1) await produceRequests(h, [...events].sort((a, b) => a.venueId.localeCompare(b.venueId)), perMessage);
+    else await produce(h, events);
     const g = group();
     let crashed = false;
     const first: RunningSink = await startSink(h, g, {
@@ -189,6 +195,39 @@ describe('events sink', () => {
       positions.add(`${partition}:${offset}`);
     }
     expect(positions.size).toBe(4);
+  });
+
+  it('dead-letters an event of a request message alone, with its index, and stores the others of that message', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    const other = await newTenant(h.db, 'pro', ['UTC']);
+    const venueId = t.venueIds[0]!;
+    const good = workload({ operatorId: t.operatorId, venueIds: [venueId] }, 6);
+    const foreign = event({ operatorId: other.operatorId, venueId, ts: Date.now() });
+    const elements: unknown[] = [good[0], good[1], { id: 'nope', ts: 'yesterday' }, good[2], foreign, ...good.slice(3)];
+    await h.producer.send({ topic: h.topics.events, acks: -1, messages: [{ key: venueId, value: JSON.stringify(elements) }] });
+    const g = group();
+    const s = await startSink(h, g);
+    try {
+      await allCommitted(h, g);
+      await expectExact(good, [venueId]);
+      expect(s.sink.stats.deadLettered).toBe(2);
+    } finally {
+      await s.stop();
+    }
+    const dlq: KafkaMessage[] = [];
+    const reader = h.kafka.consumer({ groupId: group(), maxWaitTimeInMs: 100 });
+    await reader.connect();
+    await reader.subscribe({ topic: h.topics.deadLetter, fromBeginning: true });
+    await reader.run({ eachMessage: async ({ message }) => void dlq.push(message) });
+    await waitFor('2 dead letters', async () => dlq.length >= 2);
+    await reader.disconnect();
+    const byIndex = new Map(dlq.map((m) => [m.headers![DLQ_HEADERS.index]!.toString(), m]));
+    expect([...byIndex.keys()].sort()).toEqual(['2', '4']);
+    // Each letter is the element alone, so replaying it cannot repeat the stored ones.
+    expect(JSON.parse(byIndex.get('2')!.value!.toString())).toEqual(elements[2]);
+    expect(byIndex.get('2')!.headers![DLQ_HEADERS.error]!.toString()).toMatch(/^undecodable event: /);
+    expect(JSON.parse(byIndex.get('4')!.value!.toString())).toEqual(foreign);
+    expect(byIndex.get('4')!.headers![DLQ_HEADERS.error]!.toString()).toBe(`venue ${venueId} belongs to another operator`);
   });
 
   it('dead-letters events ClickHouse could not store as sent, and stores any payload string exactly', async () => {

@@ -93,7 +93,7 @@ beforeAll(async () => {
   await migrateClickhouse(chdb.engine, 'default');
   server = createCh(testConfig());
   engines.push(chdb.engine, serverExecutor(server));
-  const reported = toRow(event({ operatorId, venueId, ts: base, type: 'occupancy', metrics: { occupancy: 33 } }), { topic, partition: 1, offset: '0' }, { timezone: 'UTC', retentionDays: 365 });
+  const reported = toRow(event({ operatorId, venueId, ts: base, type: 'occupancy', metrics: { occupancy: 33 } }), { topic, partition: 1, offset: '0', index: 0 }, { timezone: 'UTC', retentionDays: 365 });
   await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${JSON.stringify(reported)}`);
   await insertEvents(server, [reported]);
   for (const e of engines) {

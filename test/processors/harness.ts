@@ -3,7 +3,7 @@ import type { Admin, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import { testConfig } from '../support/env.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { createKafka, createProducer, ensureTopics } from '../../lib/kafka.js';
-import { derivedTopicNames, encodeEvent, type CanonicalEvent, type DerivedTopics, type Topics } from '../../lib/events.js';
+import { derivedTopicNames, encodeEventMessages, type CanonicalEvent, type DerivedTopics, type Topics } from '../../lib/events.js';
 import type { Config } from '../../lib/config.js';
 import { createCh, type Ch } from '../../clickhouse/client.js';
 import { createDb, one, sql, type Db } from '../../postgres/client.js';
@@ -85,7 +85,7 @@ export async function newVenue(
 /** Publishes in order, keyed by venue (as ingest does). */
 export async function produce(h: ProcHarness, events: CanonicalEvent[]): Promise<void> {
   for (let i = 0; i < events.length; i += 500) {
-    await h.producer.send({ topic: h.topics.events, acks: -1, messages: events.slice(i, i + 500).map((e) => ({ key: e.venueId, value: encodeEvent(e) })) });
+    await h.producer.send({ topic: h.topics.events, acks: -1, messages: events.slice(i, i + 500).map((e) => ({ key: e.venueId, ...encodeEventMessages([e])[0]! })) });
   }
 }
 

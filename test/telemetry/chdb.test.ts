@@ -38,7 +38,7 @@ beforeAll(async () => {
     else if (i % 3 === 1) events.push(event({ ...at, type: 'entry', metrics: { entries: 1 + (i % 4) } }));
     else events.push(event({ ...at, type: 'device_seen', device: `d-${i % 5}` }));
   }
-  const rows = events.map((e, i) => toRow(e, { topic, partition: i % 2, offset: String(i) }, { timezone: 'Europe/Berlin', retentionDays: 365 }));
+  const rows = events.map((e, i) => toRow(e, { topic, partition: i % 2, offset: String(i), index: 0 }, { timezone: 'Europe/Berlin', retentionDays: 365 }));
   await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join('\n')}`);
   await insertEvents(server, rows);
 });

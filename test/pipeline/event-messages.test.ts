@@ -1,0 +1,37 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { decodeEventMessage, decodeEventsOfTypes, encodeEventMessages, EVENT_TYPES_HEADER, MAX_EVENT_MESSAGE_BYTES, type CanonicalEvent } from '../../lib/events.js';
+import { event } from './harness.js';
+
+const operatorId = randomUUID();
+const venueId = randomUUID();
+const at = (i: number, e: Partial<CanonicalEvent> = {}) => event({ operatorId, venueId, ts: 1_700_000_000_000 + i, ...e });
+
+describe('events-topic messages (lib/events.ts)', () => {
+  it('hold a request’s events in order, split only past the size limit, each message naming its types', () => {
+    const small = [at(0, { type: 'entry', metrics: { entries: 1 } }), at(1, { type: 'exit', metrics: { exits: 1 } }), at(2, { type: 'entry' })];
+    const [one, ...rest] = encodeEventMessages(small);
+    expect(rest).toEqual([]);
+    expect(one!.headers[EVENT_TYPES_HEADER]).toBe('entry,exit');
+    expect(decodeEventMessage(one!.value).map((d) => d.event)).toEqual(small);
+
+    // 1,000 events with 2 KB payloads: about 2.3 MB, so several messages, none above the limit.
+    const big = Array.from({ length: 1000 }, (_, i) => at(i, { type: i % 2 ? 'device_seen' : 'environment', payload: { blob: 'x'.repeat(2000) } }));
+    const messages = encodeEventMessages(big);
+    expect(messages.length).toBeGreaterThan(3);
+    for (const m of messages) expect(m.value.length).toBeLessThanOrEqual(MAX_EVENT_MESSAGE_BYTES);
+    expect(messages.flatMap((m) => decodeEventMessage(m.value).map((d) => d.event!.id))).toEqual(big.map((e) => e.id));
+  });
+
+  it('let a consumer skip a message holding none of its types unread, and read a single event or an array alike', () => {
+    const [sightings] = encodeEventMessages([at(0, { type: 'device_seen', device: 'a'.repeat(32) })]);
+    const flows = new Set(['entry', 'exit', 'occupancy'] as const);
+    // The header says no flows: the value is not even parsed.
+    expect(decodeEventsOfTypes({ value: Buffer.from('not json'), headers: sightings!.headers }, flows)).toEqual({ events: [], invalid: 0 });
+    const entry = at(1, { type: 'entry' });
+    expect(decodeEventsOfTypes({ value: Buffer.from(JSON.stringify(entry)) }, flows)).toEqual({ events: [entry], invalid: 0 });
+    const mixed = Buffer.from(JSON.stringify([at(2, { type: 'environment' }), entry, { type: 'exit', ts: 'soon' }]));
+    expect(decodeEventsOfTypes({ value: mixed }, flows)).toEqual({ events: [entry], invalid: 1 });
+    expect(() => decodeEventMessage(Buffer.from('{"truncated'))).toThrow();
+  });
+});
