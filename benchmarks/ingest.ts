@@ -28,6 +28,8 @@ const { values: args } = parseArgs({
     batch: { type: 'string', default: '1000' },
     'perf-records': { type: 'string', default: '500000' },
     rate: { type: 'string', default: '0' },
+    'new-devices': { type: 'string', default: '0.1' },
+    apis: { type: 'string', default: '1' },
   },
 });
 const DURATION_S = Number(args.duration);
@@ -36,6 +38,11 @@ const OPERATORS = Number(args.operators);
 const BATCH = Number(args.batch);
 /** Offered load in events/s; 0 sends as fast as the service answers. A paced run shows the lag at a sustainable load. */
 const RATE = Number(args.rate);
+/** Share of Meraki sightings from a device never seen before (1: every sighting a new device); the rest from a pool of 2,000 per venue. */
+const NEW_DEVICES = Number(args['new-devices']);
+const DEVICE_POOL = 2000;
+/** Api instances; the clients spread their requests over them, as the front door does. */
+const APIS = Number(args.apis);
 
 const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { quiet: boolean }) => Promise<unknown> };
 await up({ quiet: true });
@@ -55,7 +62,7 @@ const { cfg, env } = benchConfig({
   API_PORT: String(API_PORT),
 });
 
-console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}`);
+console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}, ${APIS} api instance(s), ${NEW_DEVICES * 100} % new devices`);
 
 // Fresh databases for the run.
 const admin = new pg.Client({ connectionString: baseCfg.DATABASE_URL });
@@ -102,7 +109,9 @@ const cpuOf = (pid: number | undefined) => {
   }
 };
 const pidFile = (p: string) => Number(readFileSync(repoPath('.stack', p), 'utf8').trim()) || undefined;
-const api = startProcess('api', 'dist/apps/api/main.js', env);
+const apis = Array.from({ length: APIS }, (_, i) =>
+  startProcess(APIS > 1 ? `api-${i + 1}` : 'api', 'dist/apps/api/main.js', { ...env, API_PORT: String(API_PORT + i), API_METRICS_PORT: '0' }),
+);
 // The processors log their state size (entries held) when they stop: read from the pipeline's log.
 const processorState: Record<string, number> = {};
 const pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', { ...env, LOG_LEVEL: 'info' }, (line) => {
@@ -115,7 +124,8 @@ const pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', { ...env
   }
 });
 const base = `http://127.0.0.1:${API_PORT}`;
-await waitFor('api', async () => (await fetch(`${base}/health`)).ok);
+const bases = apis.map((_, i) => `http://127.0.0.1:${API_PORT + i}`);
+for (const b of bases) await waitFor('api', async () => (await fetch(`${b}/health`)).ok);
 
 async function call(path: string, init: RequestInit & { key?: string } = {}) {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(init.headers as Record<string, string>) };
@@ -129,27 +139,34 @@ async function call(path: string, init: RequestInit & { key?: string } = {}) {
 interface Tenant {
   key: string;
   venueId: string;
-  body: string;
+  connector: 'meraki' | 'density';
+  /** The venue's recurring devices. */
+  pool: string[];
 }
 
 const mac = () => [...randomBytes(6)].map((b, i) => (i === 0 ? b & 0xfc : b).toString(16).padStart(2, '0')).join(':');
 
-/** A realistic mix: Meraki presence for most events, Density door counts and occupancy for the rest. */
-function batchFor(venueId: string, connector: 'meraki' | 'density'): string {
+/**
+ * One request's body, built when it is sent, as a connector pushes what it saw since its last
+ * push: events over the last 2 s in time order. Meraki presence for most venues (recurring devices
+ * and a share of new ones), Density door counts and occupancy for the rest.
+ */
+function batchFor(t: Tenant): string {
   const now = Date.now();
   const events = Array.from({ length: BATCH }, (_, i) => {
-    const timestamp = new Date(now - (BATCH - i) * 50).toISOString();
-    if (connector === 'meraki') {
-      return { type: 'device_seen', timestamp, payload: { clientMac: mac(), apMac: '00:18:0a:13:dd:b0', ssid: 'Guest WiFi', rssi: 20 + (i % 50), os: 'iOS', manufacturer: 'Apple', radio: 'WiFi' } };
+    const timestamp = new Date(now - Math.floor(((BATCH - i) * 2000) / BATCH)).toISOString();
+    if (t.connector === 'meraki') {
+      const clientMac = Math.random() < NEW_DEVICES ? mac() : t.pool[Math.floor(Math.random() * t.pool.length)]!;
+      return { type: 'device_seen', timestamp, payload: { clientMac, apMac: '00:18:0a:13:dd:b0', ssid: 'Guest WiFi', rssi: 20 + (i % 50), os: 'iOS', manufacturer: 'Apple', radio: 'WiFi' } };
     }
     const kind = i % 3;
     if (kind === 2) return { type: 'occupancy', timestamp, payload: { space_id: 'spc_1', update_type: 'live', occupancy: 50 + (i % 20) } };
     return { type: kind === 0 ? 'entry' : 'exit', timestamp, payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: kind === 0 ? 1 : -1, count: 40 + (i % 30) } };
   });
-  return JSON.stringify({ venue_id: venueId, connector_type: connector, events });
+  return JSON.stringify({ venue_id: t.venueId, connector_type: t.connector, events });
 }
 
-const tenants: Array<Tenant & { connector: 'meraki' | 'density' }> = [];
+const tenants: Tenant[] = [];
 for (let i = 0; i < OPERATORS; i++) {
   const op = await call('/api/operators', {
     method: 'POST',
@@ -159,7 +176,7 @@ for (let i = 0; i < OPERATORS; i++) {
   const key = op.api_key as string;
   const venue = await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: `Venue ${i}`, timezone: 'Europe/Berlin' }) });
   const connector = i % 4 === 3 ? 'density' : 'meraki';
-  tenants.push({ key, venueId: venue.id as string, connector, body: batchFor(venue.id as string, connector) });
+  tenants.push({ key, venueId: venue.id as string, connector, pool: connector === 'meraki' ? Array.from({ length: DEVICE_POOL }, mac) : [] });
 }
 
 // The probe: a separate operator sends a small batch every second and times until it is queryable.
@@ -176,7 +193,23 @@ let accepted = 0;
 let rejected = 0;
 let failures = 0;
 const statusCounts: Record<number, number> = {};
-const cpuBefore = { api: cpuOf(api.child.pid), pipeline: cpuOf(pipeline.child.pid), kafka: cpuOf(pidFile('kafka/kafka.pid')), clickhouse: cpuOf(pidFile('clickhouse/clickhouse-server.pid')), bench: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 };
+const apiCpu = () => apis.reduce((n, a) => n + cpuOf(a.child.pid), 0);
+const cpuNow = () => ({
+  api: apiCpu(),
+  pipeline: cpuOf(pipeline.child.pid),
+  kafka: cpuOf(pidFile('kafka/kafka.pid')),
+  clickhouse: cpuOf(pidFile('clickhouse/clickhouse-server.pid')),
+  benchClient: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
+});
+const cpuSince = (from: ReturnType<typeof cpuNow>, to: ReturnType<typeof cpuNow>) =>
+  Object.fromEntries(Object.entries(to).map(([k, v]) => [k, round(v - from[k as keyof typeof from])]));
+// Messages on the events topic before the load: with its end at load end, the events per message (one request's, split past 512 KB).
+const kafkaAdmin = createKafka(cfg, createLogger('bench', 'warn'), 'bench-lag').admin();
+await kafkaAdmin.connect();
+const eventsTopic = `${cfg.KAFKA_TOPIC_PREFIX}.events.v1`;
+const topicEnd = async () => new Map((await kafkaAdmin.fetchTopicOffsets(eventsTopic)).map((o) => [o.partition, Number(o.high)]));
+const endBeforeLoad = await topicEnd();
+const cpuBefore = cpuNow();
 const started = performance.now();
 const deadline = started + DURATION_S * 1000;
 let next = 0;
@@ -190,8 +223,9 @@ async function client(): Promise<void> {
       if (performance.now() >= deadline) break;
     }
     const t = tenants[slot % tenants.length]!;
+    const payload = batchFor(t);
     const t0 = performance.now();
-    const res = await fetch(`${base}/ingest`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` }, body: t.body }).catch(() => null);
+    const res = await fetch(`${bases[slot % bases.length]}/ingest`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` }, body: payload }).catch(() => null);
     const ms = performance.now() - t0;
     if (!res) {
       failures++;
@@ -226,6 +260,7 @@ async function probe(): Promise<void> {
 await Promise.all([...Array.from({ length: CLIENTS }, client), probe()]);
 const elapsedS = (performance.now() - started) / 1000;
 const loadEnded = performance.now();
+const cpuAtLoadEnd = cpuNow();
 const probeEvents = probeLags.length;
 let stored = 0;
 while (performance.now() - loadEnded < 120_000) {
@@ -237,15 +272,14 @@ const drainMs = performance.now() - loadEnded;
 
 // Stream processors: lag (events not yet committed by each processor's group) when the load ended,
 // measured against the topic's end at that moment, and the time until each group reached it.
-const kafkaAdmin = createKafka(cfg, createLogger('bench', 'warn'), 'bench-lag').admin();
-await kafkaAdmin.connect();
-const eventsTopic = `${cfg.KAFKA_TOPIC_PREFIX}.events.v1`;
-const endAtLoadEnd = new Map((await kafkaAdmin.fetchTopicOffsets(eventsTopic)).map((o) => [o.partition, Number(o.high)]));
+const endAtLoadEnd = await topicEnd();
+const messagesInLoad = [...endAtLoadEnd].reduce((n, [p, end]) => n + end - (endBeforeLoad.get(p) ?? 0), 0);
+const eventsPerMessage = messagesInLoad > 0 ? (accepted + probeEvents) / messagesInLoad : NaN;
 const committedOf = async (groupId: string) => {
   const [t] = await kafkaAdmin.fetchOffsets({ groupId, topics: [eventsTopic] });
   return new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
 };
-const processorLag: Record<string, { lagAtLoadEnd: number; catchUpMs: number | null }> = {};
+const processorLag: Record<string, { lagMessagesAtLoadEnd: number; lagEventsAtLoadEnd: number; catchUpMs: number | null }> = {};
 for (const name of ['occupancy', 'visits', 'health']) {
   const group = `${cfg.KAFKA_TOPIC_PREFIX}.proc.${name}`;
   const behind = (c: Map<number, number>) => [...endAtLoadEnd].reduce((n, [p, end]) => n + Math.max(0, end - (c.get(p) ?? 0)), 0);
@@ -258,7 +292,7 @@ for (const name of ['occupancy', 'visits', 'health']) {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  processorLag[name] = { lagAtLoadEnd, catchUpMs };
+  processorLag[name] = { lagMessagesAtLoadEnd: lagAtLoadEnd, lagEventsAtLoadEnd: round(lagAtLoadEnd * eventsPerMessage, 0), catchUpMs };
 }
 await kafkaAdmin.disconnect();
 const rssMb = (pid: number | undefined) => {
@@ -269,15 +303,9 @@ const rssMb = (pid: number | undefined) => {
   }
 };
 const pipelineRssMb = rssMb(pipeline.child.pid);
-const cpu = {
-  api: round(cpuOf(api.child.pid) - cpuBefore.api),
-  pipeline: round(cpuOf(pipeline.child.pid) - cpuBefore.pipeline),
-  kafka: round(cpuOf(pidFile('kafka/kafka.pid')) - cpuBefore.kafka),
-  clickhouse: round(cpuOf(pidFile('clickhouse/clickhouse-server.pid')) - cpuBefore.clickhouse),
-  benchClient: round(process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 - cpuBefore.bench),
-};
+const cpuAfterCatchUp = cpuNow();
 
-await api.stop();
+for (const a of apis) await a.stop();
 await pipeline.stop();
 await chBench.close();
 await ch.close();
@@ -289,7 +317,7 @@ const result = {
   benchmark: 'ingest',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, offeredEventsPerSec: RATE || 'unpaced', rateLimits: cfg.RATE_LIMITS_ENABLED },
+  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, offeredEventsPerSec: RATE || 'unpaced', rateLimits: cfg.RATE_LIMITS_ENABLED, apiInstances: APIS, newDeviceShare: NEW_DEVICES },
   ingest: {
     acceptedEvents: accepted,
     rejectedEvents: rejected,
@@ -306,14 +334,15 @@ const result = {
     drainAfterLoadMs: round(drainMs, 0),
     probeLagMs: { samples: probeLags.length, p50: round(percentile(probeLags, 50)), p95: round(percentile(probeLags, 95)), max: round(probeLags.at(-1) ?? NaN) },
   },
-  processors: { lag: processorLag, stateEntriesAtStop: processorState, pipelineRssMbAfterCatchUp: pipelineRssMb },
+  processors: { eventsPerMessage: round(eventsPerMessage, 1), lag: processorLag, stateEntriesAtStop: processorState, pipelineRssMbAfterCatchUp: pipelineRssMb },
   kafkaProducerPerformance: { recordsPerSec: round(kafkaCeiling, 0), recordSizeBytes: sampleEventBytes, acks: 'all', line: perfLine },
   ratioToKafkaCeiling: round(eventsPerSec / kafkaCeiling, 3),
-  cpuSecondsDuringLoad: cpu,
+  cpuSecondsDuringLoad: cpuSince(cpuBefore, cpuAtLoadEnd),
+  cpuSecondsLoadToCaughtUp: cpuSince(cpuBefore, cpuAfterCatchUp),
 };
 const path = writeResult(RATE ? 'ingest-paced' : 'ingest', result);
 console.log(JSON.stringify(result, null, 2));
 console.log(`\naccepted ${round(eventsPerSec, 0)} events/s (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
   `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; ` +
-  `processors caught up ${Object.entries(processorLag).map(([n, l]) => `${n} ${l.catchUpMs ?? 'not'} ms (lag ${l.lagAtLoadEnd})`).join(', ')}, pipeline RSS ${pipelineRssMb} MB; written to ${path}`);
+  `processors caught up ${Object.entries(processorLag).map(([n, l]) => `${n} ${l.catchUpMs ?? 'not'} ms (lag ${l.lagEventsAtLoadEnd} events)`).join(', ')}, pipeline RSS ${pipelineRssMb} MB; written to ${path}`);
 process.exit(0);

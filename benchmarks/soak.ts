@@ -2,7 +2,8 @@
  * `npm run bench:soak -- --minutes 30`: a long, steady load. The ingest fleet (benchmarks/lib/fleet.ts)
  * sends at half the maximum rate measured by `npm run bench:ingest` (benchmarks/results/ingest.json;
  * `--rate` overrides) while WebSocket subscribers watch every venue. Every minute: the RSS of each
- * process, the consumer lag of the sink and of each processor group, and the ingest latency
+ * process, the consumer lag of the sink and of each processor group (in events-topic messages: one
+ * per ingest request, so `--batch` events each), and the ingest latency
  * percentiles of that minute. Reported: RSS growth after warm-up (goal < 10 %), whether lag stayed
  * bounded. Results in benchmarks/results/soak.json.
  */
@@ -181,6 +182,7 @@ const result = {
   totals: { accepted: fleet.stats.eventsAccepted, refusals: fleet.stats.refusals, violations: fleet.stats.violations.length, pushes },
   rssGrowthPercentAfterWarmUp: growth,
   rssGoalMet: Object.values(growth).every((g) => g < 10),
+  lagUnit: `events-topic messages (one ingest request of ${args.batch} events each)`,
   maxLag,
   finalLag: last?.lag,
   samples,
