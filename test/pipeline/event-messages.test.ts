@@ -1,6 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeEventMessage, decodeEventsOfTypes, encodeEventMessages, EVENT_TYPES_HEADER, MAX_EVENT_MESSAGE_BYTES, type CanonicalEvent } from '../../lib/events.js';
+import {
+  canonicalEventSchema,
+  checkCanonicalEvent,
+  decodeEventMessage,
+  decodeEventsOfTypes,
+  encodeEventMessages,
+  EVENT_TYPES_HEADER,
+  MAX_EVENT_MESSAGE_BYTES,
+  MAX_TS_MS,
+  METRIC_NAMES,
+  type CanonicalEvent,
+} from '../../lib/events.js';
 import { event } from './harness.js';
 
 const operatorId = randomUUID();
@@ -33,5 +45,31 @@ describe('events-topic messages (lib/events.ts)', () => {
     const mixed = Buffer.from(JSON.stringify([at(2, { type: 'environment' }), entry, { type: 'exit', ts: 'soon' }]));
     expect(decodeEventsOfTypes({ value: mixed }, flows)).toEqual({ events: [entry], invalid: 1 });
     expect(() => decodeEventMessage(Buffer.from('{"truncated'))).toThrow();
+  });
+
+  it('check events by hand exactly as the contract’s zod schema does, on generated JSON', () => {
+    const fields = ['id', 'operatorId', 'venueId', 'zoneId', 'connectorType', 'type', 'ts', 'receivedAt', 'device', 'randomizedMac', 'metrics', 'payload', 'extra'];
+    const edgy = fc.oneof(
+      fc.jsonValue(),
+      fc.constantFrom(randomUUID(), randomUUID().toUpperCase(), '00000000-0000-0000-0000-000000000000', 'a'.repeat(32), 'A'.repeat(32), 'meraki', 'heartbeat', 'nope', ''),
+      fc.constantFrom(0, -1, 1.5, MAX_TS_MS - 1, MAX_TS_MS, 2 ** 53, Number.MAX_SAFE_INTEGER, true, false, null, [], {}),
+      fc.dictionary(fc.constantFrom(...METRIC_NAMES, 'bogus', 'constructor', 'toString'), fc.oneof(fc.double(), fc.integer(), fc.string(), fc.constant(null)), { maxKeys: 4 }),
+    );
+    const mutation = fc.array(fc.record({ field: fc.constantFrom(...fields), drop: fc.boolean(), value: edgy }), { maxLength: 3 });
+    fc.assert(
+      fc.property(mutation, (changes) => {
+        const e: Record<string, unknown> = { ...at(1, { type: 'device_seen', device: 'b'.repeat(32), zoneId: randomUUID(), metrics: { occupancy: 3 }, payload: { rssi: -60 } }) };
+        for (const c of changes) {
+          if (c.drop) delete e[c.field];
+          else e[c.field] = c.value;
+        }
+        const raw: unknown = JSON.parse(JSON.stringify(e));
+        const zod = canonicalEventSchema.safeParse(raw);
+        const mine = checkCanonicalEvent(raw);
+        expect(mine.event !== undefined, `${JSON.stringify(raw)}: zod ${zod.success ? 'accepts' : 'refuses'}`).toBe(zod.success);
+        if (zod.success) expect(mine.event).toEqual(zod.data);
+      }),
+      { numRuns: 5000, seed: 20261123 },
+    );
   });
 });
