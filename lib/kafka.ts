@@ -1,4 +1,4 @@
-import { CompressionTypes, Kafka, Partitioners, logLevel, type ICustomPartitioner, type Producer, type TopicMessages, type LogEntry, type RetryOptions } from 'kafkajs';
+import { CompressionTypes, Kafka, Partitioners, logLevel, type Admin, type ICustomPartitioner, type ITopicConfig, type Producer, type TopicMessages, type LogEntry, type RetryOptions } from 'kafkajs';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { alarmTopicName, derivedTopicNames, topicNames, type Topics } from './events.js';
@@ -43,6 +43,34 @@ export function topicsFor(cfg: Config): Topics {
 }
 
 /**
+ * Creates those of `topics` that are missing (replication factor and min.insync.replicas are the
+ * brokers' defaults) and waits until every partition of the new ones has a leader. kafkajs's own
+ * `waitForLeaders` gives up when the broker it asks has not applied the new topic yet, which on a
+ * multi-broker cluster happens (each broker applies the controller's records a moment apart), so an
+ * unknown topic is waited for here too. A topic another process created meanwhile is fine.
+ */
+export async function createMissingTopics(admin: Admin, topics: ITopicConfig[], timeoutMs = 30_000): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const wanted = topics.filter((t) => !existing.has(t.topic));
+  if (wanted.length === 0) return;
+  await admin.createTopics({ topics: wanted, waitForLeaders: false });
+  const names = wanted.map((t) => t.topic);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const led = await admin
+      .fetchTopicMetadata({ topics: names })
+      .then(({ topics: found }) => found.length === names.length && found.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+      .catch((err: { retriable?: boolean }) => {
+        if (err.retriable) return false;
+        throw err;
+      });
+    if (led) return;
+    if (Date.now() > deadline) throw new Error(`topics ${names.join(', ')} have no leader for every partition after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
  * Creates the contract's topics when missing; safe to call from every process at start-up. With the
  * configured topics (no `topics` given) the derived streams and the alarms topic are created too (partitioned like the
  * events topic), so ingest can publish its reports before the pipeline ever ran.
@@ -53,18 +81,11 @@ export async function ensureTopics(kafka: Kafka, cfg: Config, topics?: Topics): 
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const existing = new Set(await admin.listTopics());
-    const wanted = [
+    await createMissingTopics(admin, [
       { topic: topics.events, numPartitions: cfg.KAFKA_PARTITIONS },
       { topic: topics.deadLetter, numPartitions: 1 },
       ...derived.map((topic) => ({ topic, numPartitions: cfg.KAFKA_PARTITIONS })),
-    ].filter((t) => !existing.has(t.topic));
-    if (wanted.length > 0) {
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: wanted,
-      });
-    }
+    ]);
   } finally {
     await admin.disconnect();
   }

@@ -3,7 +3,7 @@ import { clearOrphanedAlarms, evaluateConnectorHealth, evaluateOccupancy, raiseD
 import { publishAlarmEvents, relayAlarmEvents, type AlarmEventBus } from '../../domain/alarms/events.js';
 import { DEFAULT_OCCUPANCY_RULE, type OccupancyRule } from '../../domain/alarms/rules.js';
 import { alarmTopicName, decodeConnectorHealthChange, decodeOccupancyUpdate, derivedTopicNames } from '../../lib/events.js';
-import type { Publisher } from '../../lib/kafka.js';
+import { createMissingTopics, type Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Db } from '../../postgres/client.js';
 
@@ -53,9 +53,7 @@ export async function ensureAlarmTopics(kafka: Kafka, prefix: string, partitions
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const existing = new Set(await admin.listTopics());
-    const wanted = topics.filter((t) => !existing.has(t));
-    if (wanted.length > 0) await admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: partitions })) });
+    await createMissingTopics(admin, topics.map((topic) => ({ topic, numPartitions: partitions })));
   } finally {
     await admin.disconnect();
   }

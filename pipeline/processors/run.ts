@@ -1,6 +1,7 @@
 import type { Kafka, Producer } from 'kafkajs';
 import type { Ch } from '../../clickhouse/client.js';
 import type { DerivedTopics } from '../../lib/events.js';
+import { createMissingTopics } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Queryable } from '../../postgres/client.js';
 import { healthTarget, occupancyTarget, visitsTarget } from '../sink/derived.js';
@@ -46,9 +47,7 @@ export async function ensureDerivedTopics(kafka: Kafka, topics: DerivedTopics, p
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const existing = new Set(await admin.listTopics());
-    const wanted = Object.values(topics).filter((t) => !existing.has(t));
-    if (wanted.length > 0) await admin.createTopics({ waitForLeaders: true, topics: wanted.map((topic) => ({ topic, numPartitions: partitions })) });
+    await createMissingTopics(admin, Object.values(topics).map((topic) => ({ topic, numPartitions: partitions })));
   } finally {
     await admin.disconnect();
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner, type Producer, Partitioners } from 'kafkajs';
 import { changelogTopicName, decodeEventsOfTypes, type CanonicalEvent, type EventType } from '../../lib/events.js';
+import { createMissingTopics } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { describeError } from '../sink/dead-letter.js';
 
@@ -164,13 +165,9 @@ export class ProcessorRuntime<S> {
     const { kafka } = this.opts;
     this.admin = kafka.admin();
     await this.admin.connect();
-    const existing = new Set(await this.admin.listTopics());
-    if (!existing.has(this.changelog)) {
-      await this.admin.createTopics({
-        waitForLeaders: true,
-        topics: [{ topic: this.changelog, numPartitions: this.opts.partitions, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }],
-      });
-    }
+    await createMissingTopics(this.admin, [
+      { topic: this.changelog, numPartitions: this.opts.partitions, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+    ]);
     this.producer = kafka.producer({
       transactionalId: `${this.group}.${this.opts.instanceId}`,
       idempotent: true,
