@@ -6,8 +6,13 @@
 //   node scripts/stack.mjs status   one line per service
 //   node scripts/stack.mjs env      resolved engine URLs as KEY=value lines
 //
+//   --brokers 3 (up, env)   also a three-node KRaft Kafka cluster on 29092/29192/29292, next to the
+//                           single broker; the env's KAFKA_BROKERS names the cluster
+//   --cluster (down)        stop only that cluster (plain `down` stops it too)
+//
 // Library use:  import { up, down, status, resolveEnv } from './stack.mjs'
 //               const { env, services } = await up({ quiet: true })
+//               await up({ brokers: 3 }); await down({ cluster: true })
 //
 // Plain Node ESM with built-ins only: it has to work before any `npm install`.
 // Everything binds to 127.0.0.1; data, logs and pid files live under <repo>/.stack (git-ignored).
@@ -26,6 +31,7 @@
 
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import {
   FILES, HOST, LOCAL_URLS, PUBLIC_URL, STACK_DIR, StackError, exists, mkdirp, pidAlive, pidIs, portOpen, portBusyError,
   portsInUse, readState, rel, tail, waitFor, withLock, writeState,
@@ -36,14 +42,29 @@ import { postgres } from './stack/postgres.mjs';
 import { redis } from './stack/redis.mjs';
 import { clickhouse } from './stack/clickhouse.mjs';
 import { kafka } from './stack/kafka.mjs';
+import { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster } from './stack/kafka-cluster.mjs';
 import { nginx } from './stack/nginx.mjs';
 
 export { LOCAL_URLS, PORTS, ROOT, STACK_DIR } from './stack/common.mjs';
 export { ensureDotEnv, resolveEnv } from './stack/env.mjs';
+export { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster } from './stack/kafka-cluster.mjs';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const SERVICES = [postgres, redis, clickhouse, kafka, nginx];
-const STOP_ORDER = [nginx, kafka, clickhouse, redis, postgres];
+// Each step's services are stopped together (the cluster's three nodes at once).
+const STOP_ORDER = [[nginx], kafkaCluster, [kafka], [clickhouse], [redis], [postgres]];
+
+function checkBrokers(brokers) {
+  if (brokers !== 1 && brokers !== CLUSTER_SIZE) {
+    throw new Error(`stack: brokers is 1 (the single broker) or ${CLUSTER_SIZE} (the cluster), not ${brokers}`);
+  }
+  return brokers;
+}
+
+const servicesFor = (brokers) => (checkBrokers(brokers) === 1 ? SERVICES : [...SERVICES, ...kafkaCluster]);
+
+/** The resolved engine URLs; with the cluster, KAFKA_BROKERS names its nodes. */
+const envFor = (brokers) => (checkBrokers(brokers) === 1 ? resolveEnv() : { ...resolveEnv(), KAFKA_BROKERS: CLUSTER_BROKERS });
 
 function endpoint(svc) {
   return `${HOST}:${svc.ports[0]}`;
@@ -97,10 +118,12 @@ async function upOne(svc, { log, notes }) {
 }
 
 /**
- * Starts (or reuses) every engine. Resolves { env, services }; throws if any service fails
- * (the ones that did start keep running and are recorded, so `down` stops them).
+ * Starts (or reuses) every engine, and with `brokers: 3` the Kafka cluster too. Resolves
+ * { env, services }; throws if any service fails (the ones that did start keep running and are
+ * recorded, so `down` stops them).
  */
-export async function up({ quiet = false } = {}) {
+export async function up({ quiet = false, brokers = 1 } = {}) {
+  const services = servicesFor(brokers);
   const t0 = Date.now();
   const log = (s) => { if (!quiet) process.stdout.write(`${s}\n`); };
   return withLock(async () => {
@@ -110,14 +133,15 @@ export async function up({ quiet = false } = {}) {
     if (added.length) log(`.env       ${hadDotEnv ? `added ${added.join(', ')}` : 'created'}  (${rel(FILES.dotenv)})`);
 
     const engines = engineEnv();
-    await ensurePackages([...SERVICES.filter((s) => !isExternal(s, engines)), chromium], log, quiet);
+    await ensurePackages([...services.filter((s) => !isExternal(s, engines)), chromium], log, quiet);
 
     const state = readState();
     state.services ||= {};
     const notes = [];
-    const results = await Promise.allSettled(SERVICES.map(async (svc) => {
+    // Concurrently: a cluster node is ready only once the others have started too (a quorum).
+    const results = await Promise.allSettled(services.map(async (svc) => {
       const r = await upOne(svc, { log, notes });
-      const url = svc.envKey ? (r.url || LOCAL_URLS[svc.envKey]) : PUBLIC_URL;
+      const url = svc.envKey ? (r.url || LOCAL_URLS[svc.envKey]) : (svc.url ?? PUBLIC_URL);
       const where = r.status === 'external' ? url : endpoint(svc);
       log(line(svc.name, r.status, where, r.status === 'external' ? null : rel(svc.log)) + (r.note ? `  [${r.note}]` : ''));
       if (r.status === 'external') state.services[svc.name] = { external: true, url };
@@ -142,33 +166,43 @@ export async function up({ quiet = false } = {}) {
       throw err;
     }
     log(`stack up in ${((Date.now() - t0) / 1000).toFixed(1)}s — env: node scripts/stack.mjs env`);
-    return { env: resolveEnv(), services: results.map((r) => r.value) };
+    return { env: envFor(brokers), services: results.map((r) => r.value) };
   });
 }
 
-/** Stops what this stack started (pid files under .stack/), in reverse dependency order. */
-export async function down({ quiet = false } = {}) {
+/**
+ * Stops what this stack started (pid files under .stack/), in reverse dependency order; with
+ * `cluster: true` only the Kafka cluster's nodes.
+ */
+export async function down({ quiet = false, cluster = false } = {}) {
   const log = (s) => { if (!quiet) process.stdout.write(`${s}\n`); };
   if (!exists(STACK_DIR)) { log('stack      nothing to stop (no .stack/)'); return []; }
   return withLock(async () => {
     const state = readState();
     state.services ||= {};
     const out = [];
-    for (const svc of STOP_ORDER) {
-      const st = state.services[svc.name];
-      const pid = svc.pid();
-      let result;
-      if (pid && pidIs(pid, svc.marker)) {
-        result = await svc.stop();
-        if (result === 'not running') result = 'stopped';
-      } else if (st?.external) {
-        result = 'external';
-      } else {
-        result = 'not running';
+    for (const step of cluster ? [kafkaCluster] : STOP_ORDER) {
+      const results = await Promise.all(step.map(async (svc) => {
+        const st = state.services[svc.name];
+        const pid = svc.pid();
+        let result;
+        if (pid && pidIs(pid, svc.marker)) {
+          result = await svc.stop();
+          if (result === 'not running') result = 'stopped';
+        } else if (st?.external) {
+          result = 'external';
+        } else {
+          result = 'not running';
+        }
+        return { svc, st, result };
+      }));
+      for (const { svc, st, result } of results) {
+        if (result !== 'external') delete state.services[svc.name];
+        // A cluster that was never started is not worth a line of a plain `down`.
+        if (!cluster && kafkaCluster.includes(svc) && result === 'not running' && !st) continue;
+        log(line(svc.name, result, result === 'external' ? `${st.url} (left alone)` : endpoint(svc)));
+        out.push({ name: svc.name, status: result });
       }
-      if (result !== 'external') delete state.services[svc.name];
-      log(line(svc.name, result, result === 'external' ? `${st.url} (left alone)` : endpoint(svc)));
-      out.push({ name: svc.name, status: result });
     }
     state.updatedAt = new Date().toISOString();
     writeState(state);
@@ -176,10 +210,13 @@ export async function down({ quiet = false } = {}) {
   });
 }
 
-/** One entry per service: running | stopped | starting | busy | external. */
+/**
+ * One entry per service: running | stopped | starting | busy | external; the Kafka cluster's
+ * nodes only while one of them is not stopped.
+ */
 export async function status() {
   const engines = engineEnv();
-  return Promise.all(SERVICES.map(async (svc) => {
+  const all = await Promise.all([...SERVICES, ...kafkaCluster].map(async (svc) => {
     if (isExternal(svc, engines)) {
       return { name: svc.name, status: 'external', url: engines[svc.envKey].value, port: null, log: null };
     }
@@ -191,19 +228,28 @@ export async function status() {
     else s = answering ? 'busy' : 'stopped';
     return { name: svc.name, status: s, pid: ours ? pid : null, port: svc.ports[0], log: rel(svc.log) };
   }));
+  const isNode = (s) => kafkaCluster.some((n) => n.name === s.name);
+  const clusterStopped = all.filter(isNode).every((s) => s.status === 'stopped');
+  return all.filter((s) => !(clusterStopped && isNode(s)));
 }
 
 // ---------------------------------------------------------------- CLI
 
 async function main(argv) {
-  const quiet = argv.includes('-q') || argv.includes('--quiet');
-  const cmd = argv.find((a) => !a.startsWith('-'));
+  const { values: opts, positionals } = parseArgs({
+    args: argv,
+    options: { quiet: { type: 'boolean', short: 'q' }, brokers: { type: 'string', default: '1' }, cluster: { type: 'boolean' } },
+    allowPositionals: true,
+  });
+  const quiet = !!opts.quiet;
+  const brokers = Number(opts.brokers);
+  const cmd = positionals[0];
   switch (cmd) {
     case 'up':
-      await up({ quiet });
+      await up({ quiet, brokers });
       return 0;
     case 'down':
-      await down({ quiet });
+      await down({ quiet, cluster: !!opts.cluster });
       return 0;
     case 'status': {
       for (const s of await status()) {
@@ -216,10 +262,10 @@ async function main(argv) {
       return 0;
     }
     case 'env':
-      for (const [k, v] of Object.entries(resolveEnv())) console.log(`${k}=${v}`);
+      for (const [k, v] of Object.entries(envFor(brokers))) console.log(`${k}=${v}`);
       return 0;
     default:
-      console.error('usage: node scripts/stack.mjs up|down|status|env [--quiet]');
+      console.error('usage: node scripts/stack.mjs up|down|status|env [--quiet] [--brokers 1|3] [--cluster]');
       return 2;
   }
 }

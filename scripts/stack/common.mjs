@@ -29,6 +29,8 @@ export const PORTS = Object.freeze({
   clickhouseTcp: 19000,
   kafka: 19092,
   kafkaController: 19093,
+  // The three-node cluster (`up --brokers 3`): node n at 29092 + 100 (n − 1), its controller on the next port.
+  kafkaCluster: 29092,
   nginx: 8080,
 });
 

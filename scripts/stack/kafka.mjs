@@ -1,5 +1,6 @@
 // Kafka 3.9 in KRaft combined mode (broker + controller, node 1) on Java 17. The jars come from
 // Maven (stack/kafka/pom.xml) into .stack/kafka/libs, fetched again only when the pom changes.
+// The three-node cluster (kafka-cluster.mjs) runs from the same jars with the helpers exported here.
 
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -22,16 +23,26 @@ const F = {
   mvnLog: path.join(DIR, 'mvn.log'),
 };
 
-function javaArgs(extra) {
+export function javaArgs(extra, { heap = ['-Xms256m', '-Xmx768m'], log4j = F.log4j } = {}) {
   return [
-    '-Xms256m', '-Xmx768m', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-XX:+ExitOnOutOfMemoryError',
-    '-Djava.awt.headless=true', '-Djava.net.preferIPv4Stack=true', `-Dlog4j.configuration=file:${F.log4j}`,
+    ...heap, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-XX:+ExitOnOutOfMemoryError',
+    '-Djava.awt.headless=true', '-Djava.net.preferIPv4Stack=true', `-Dlog4j.configuration=file:${log4j}`,
     '-cp', `${F.libs}/*`, ...extra,
   ];
 }
 
-/** Fetches the jars with mvn unless .stack/kafka/libs already holds those of the current pom. */
-async function ensureLibs(log) {
+let fetching = null;
+
+/**
+ * Fetches the jars with mvn unless .stack/kafka/libs already holds those of the current pom. The
+ * single broker and the cluster's nodes start concurrently: they share one fetch.
+ */
+export function ensureLibs(log) {
+  fetching ??= fetchLibs(log).finally(() => { fetching = null; });
+  return fetching;
+}
+
+async function fetchLibs(log) {
   const pom = path.join(TEMPLATES, 'kafka', 'pom.xml');
   const hash = createHash('sha256').update(fs.readFileSync(pom)).digest('hex');
   const jars = exists(F.libs) ? fs.readdirSync(F.libs).filter((f) => f.endsWith('.jar')) : [];
@@ -51,23 +62,49 @@ async function ensureLibs(log) {
   fs.writeFileSync(F.libsHash, `${hash}\n`);
 }
 
-/** Formats the storage once; the cluster id is kept in .stack/kafka/cluster-id. */
-async function format(log) {
-  if (exists(path.join(F.data, 'meta.properties'))) return false;
-  let id = readText(F.clusterId)?.trim();
+/** The cluster id kept in `file`, created on first use. */
+export function clusterIdIn(file) {
+  let id = readText(file)?.trim();
   if (!id) {
     // Same shape as `kafka-storage random-uuid`: a random (v4) UUID, base64url without padding,
     // never starting with '-'. Saves one JVM start (~1-2 s) on a cold boot.
     do { id = Buffer.from(randomUUID().replace(/-/g, ''), 'hex').toString('base64url'); } while (id.startsWith('-'));
-    fs.writeFileSync(F.clusterId, `${id}\n`);
+    fs.writeFileSync(file, `${id}\n`);
   }
-  log(`kafka      formatting ${rel(F.data)} (cluster id ${id})`);
-  const r = await run('java', javaArgs(['kafka.tools.StorageTool', 'format', '-t', id, '-c', F.props]), {
-    outFile: F.out,
-  });
-  if (r.code !== 0) throw new StackError('kafka', `kafka-storage format failed (exit ${r.code})`, F.out);
+  return id;
+}
+
+/** Formats a node's storage once (a data dir with meta.properties is left alone). */
+export async function formatStorage({ name, data, props, out, id, log, javaOpts }) {
+  if (exists(path.join(data, 'meta.properties'))) return false;
+  log(`${name.padEnd(10)} formatting ${rel(data)} (cluster id ${id})`);
+  const r = await run('java', javaArgs(['kafka.tools.StorageTool', 'format', '-t', id, '-c', props], javaOpts), { outFile: out });
+  if (r.code !== 0) throw new StackError(name, `kafka-storage format failed (exit ${r.code})`, out);
   return true;
 }
+
+/** Renames a log over 50 MB to <log>.1; returns the size left, where this start's output begins. */
+export function rotateLog(file) {
+  try {
+    if (fs.statSync(file).size > 50 * 1024 * 1024) fs.renameSync(file, `${file}.1`);
+  } catch { /* no log yet */ }
+  return exists(file) ? fs.statSync(file).size : 0;
+}
+
+/** The broker's own "started" line, written to `file` after `offset` (the port opens before it can serve). */
+export function startedLogged(file, offset) {
+  let fd;
+  try {
+    fd = fs.openSync(file, 'r');
+    const size = fs.fstatSync(fd).size;
+    const from = Math.min(offset ?? 0, size);
+    const buf = Buffer.alloc(size - from);
+    fs.readSync(fd, buf, 0, buf.length, from);
+    return buf.toString('utf8').includes('Kafka Server started');
+  } catch { return false; } finally { if (fd != null) fs.closeSync(fd); }
+}
+
+export const missingPackages = () => [which('java') ? null : 'openjdk-17-jre-headless', which('mvn') ? null : 'maven'].filter(Boolean);
 
 export const kafka = {
   name: 'kafka',
@@ -76,7 +113,7 @@ export const kafka = {
   log: F.out,
   marker: ['kafka.Kafka', F.props],
   timeoutMs: 90_000,
-  missingPackages: () => [which('java') ? null : 'openjdk-17-jre-headless', which('mvn') ? null : 'maven'].filter(Boolean),
+  missingPackages,
   pid() { return readPid(F.pid); },
   prepare() {
     mkdirp(F.data);
@@ -88,32 +125,16 @@ export const kafka = {
 
   async start({ log }) {
     await ensureLibs(log);
-    await format(log);
-    try {
-      if (fs.statSync(F.out).size > 50 * 1024 * 1024) fs.renameSync(F.out, `${F.out}.1`);
-    } catch { /* no log yet */ }
-    this.logOffset = exists(F.out) ? fs.statSync(F.out).size : 0;
+    await formatStorage({ name: 'kafka', data: F.data, props: F.props, out: F.out, id: clusterIdIn(F.clusterId), log });
+    this.logOffset = rotateLog(F.out);
     const pid = spawnDetached('java', javaArgs(['kafka.Kafka', F.props]), F.out, { cwd: DIR });
     fs.writeFileSync(F.pid, `${pid}\n`);
     return pid;
   },
 
-  /** The broker's own "started" line, written after this start (the port opens before it can serve). */
-  startedLogged() {
-    let fd;
-    try {
-      fd = fs.openSync(F.out, 'r');
-      const size = fs.fstatSync(fd).size;
-      const from = Math.min(this.logOffset ?? 0, size);
-      const buf = Buffer.alloc(size - from);
-      fs.readSync(fd, buf, 0, buf.length, from);
-      return buf.toString('utf8').includes('Kafka Server started');
-    } catch { return false; } finally { if (fd != null) fs.closeSync(fd); }
-  },
-
   async ready({ fresh } = {}) {
     if (!(await portOpen(PORTS.kafka))) return false;
-    return fresh ? this.startedLogged() : true;
+    return fresh ? startedLogged(F.out, this.logOffset) : true;
   },
 
   async stop() {
