@@ -1,4 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import { subscribeWhenKnown } from './kafka.js';
 import type { Logger } from './logger.js';
 
 export interface ConsumerSpec {
@@ -34,7 +35,7 @@ export async function runConsumer(kafka: Kafka, log: Logger, spec: ConsumerSpec)
   consumer.on(consumer.events.CRASH, (e) => clog.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed'));
   spec.onCreate?.(consumer);
   await consumer.connect();
-  await consumer.subscribe({ topic: spec.topic, fromBeginning: spec.fromBeginning ?? true });
+  await subscribeWhenKnown(consumer, { topics: [spec.topic], fromBeginning: spec.fromBeginning ?? true });
   await consumer.run({
     autoCommit: false,
     eachBatchAutoResolve: false,

@@ -1,4 +1,18 @@
-import { CompressionTypes, Kafka, Partitioners, logLevel, type Admin, type ICustomPartitioner, type ITopicConfig, type Producer, type TopicMessages, type LogEntry, type RetryOptions } from 'kafkajs';
+import {
+  CompressionTypes,
+  Kafka,
+  Partitioners,
+  logLevel,
+  type Admin,
+  type Consumer,
+  type ConsumerSubscribeTopics,
+  type ICustomPartitioner,
+  type ITopicConfig,
+  type Producer,
+  type TopicMessages,
+  type LogEntry,
+  type RetryOptions,
+} from 'kafkajs';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { alarmTopicName, derivedTopicNames, topicNames, type Topics } from './events.js';
@@ -67,6 +81,23 @@ export async function createMissingTopics(admin: Admin, topics: ITopicConfig[], 
     if (led) return;
     if (Date.now() > deadline) throw new Error(`topics ${names.join(', ')} have no leader for every partition after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * `consumer.subscribe`, retried while the broker asked does not know a topic yet: on a cluster a
+ * new topic reaches each broker's metadata a moment apart (seconds on a loaded machine), and
+ * kafkajs fails a subscription at the first broker that has not applied it.
+ */
+export async function subscribeWhenKnown(consumer: Consumer, subscription: ConsumerSubscribeTopics, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await consumer.subscribe(subscription);
+    } catch (err) {
+      if ((err as { type?: string }).type !== 'UNKNOWN_TOPIC_OR_PARTITION' || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 }
 

@@ -3,7 +3,7 @@ import { clearOrphanedAlarms, evaluateConnectorHealth, evaluateOccupancy, raiseD
 import { publishAlarmEvents, relayAlarmEvents, type AlarmEventBus } from '../../domain/alarms/events.js';
 import { DEFAULT_OCCUPANCY_RULE, type OccupancyRule } from '../../domain/alarms/rules.js';
 import { alarmTopicName, decodeConnectorHealthChange, decodeOccupancyUpdate, derivedTopicNames } from '../../lib/events.js';
-import { createMissingTopics, type Publisher } from '../../lib/kafka.js';
+import { createMissingTopics, subscribeWhenKnown, type Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Db } from '../../postgres/client.js';
 
@@ -162,7 +162,7 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
   };
 
   await consumer.connect();
-  await consumer.subscribe({ topics: [inputs.occupancy, inputs.health], fromBeginning: true });
+  await subscribeWhenKnown(consumer, { topics: [inputs.occupancy, inputs.health], fromBeginning: true });
   await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
 
   let stopped = false;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner, type Producer, Partitioners } from 'kafkajs';
 import { changelogTopicName, decodeEventsOfTypes, type CanonicalEvent, type EventType } from '../../lib/events.js';
-import { createMissingTopics } from '../../lib/kafka.js';
+import { createMissingTopics, subscribeWhenKnown } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { describeError } from '../sink/dead-letter.js';
 
@@ -202,7 +202,7 @@ export class ProcessorRuntime<S> {
     });
     consumer.on(consumer.events.CRASH, (e) => this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'processor consumer crashed'));
     await consumer.connect();
-    for (const topic of this.processor.inputs) await consumer.subscribe({ topic, fromBeginning: true });
+    await subscribeWhenKnown(consumer, { topics: this.processor.inputs, fromBeginning: true });
     await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch: this.eachBatch });
     const tickMs = this.opts.tickMs ?? 5_000;
     const loop = () => {
@@ -400,7 +400,7 @@ export class ProcessorRuntime<S> {
       });
       await reader.connect();
       try {
-        await reader.subscribe({ topic: this.changelog, fromBeginning: true });
+        await subscribeWhenKnown(reader, { topics: [this.changelog], fromBeginning: true });
         await reader.run({
           eachBatch: async ({ batch }) => {
             const state = states.get(batch.partition);
