@@ -188,7 +188,10 @@ export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOption
   const deadlineMs = opts.deadlineMs ?? 5000;
   // Measured with 1,000-event batches on a local broker: gzip costs more CPU than it saves.
   const compression = CompressionTypes.None;
-  const make = () => createProducer(kafka, { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 });
+  // About 5.5 s of back-off (0.1, 0.2, 0.4, 0.8, then 1 s each), so the deadline ends a send, not
+  // the count: a partition whose leader died is retried until it has a new one (about 3 s on the
+  // local cluster, docs/scaling.md) instead of failing after the first second.
+  const make = () => createProducer(kafka, { retries: 8, initialRetryTime: 100, maxRetryTime: 1000 });
   let producer = make();
   let closed = false;
   const ready = new WeakMap<Producer, Promise<void>>();
