@@ -8,23 +8,33 @@
  * nothing hung past the client timeout, and everything recovered without a hand on it (the runner
  * only plays the supervisor that restarts a killed process, as systemd or Kubernetes would).
  *
+ * With --brokers 3 every process uses the stack's three-node Kafka cluster and the fault is
+ * `broker-kill`: the active controller (which also leads a third of the partitions) is killed with
+ * -9 and started again 30 s later; besides the checks above, not one 503 while two brokers remain,
+ * and the node rejoins by itself (the events topic back to three in-sync replicas).
+ *
  * Flags: --events (total, default 1,000,000), --clients, --batch, --outage-scale (1 = the full
- * outages: Kafka 30 s, ClickHouse 60 s, Postgres 30 s, Redis 30 s), --faults (comma list), --rate
- * (offered events/s; 0 = as fast as the api answers).
- * Results: benchmarks/results/chaos.json. Never run it while others use the shared stack: it stops
- * the engines.
+ * outages: Kafka 30 s, ClickHouse 60 s, Postgres 30 s, Redis 30 s, a cluster node 30 s), --faults
+ * (comma list), --rate (offered events/s; 0 = as fast as the api answers), --brokers (1 or 3).
+ * Results: benchmarks/results/chaos.json (chaos-cluster.json with --brokers 3). Never run the
+ * engine faults while others use the shared stack: they stop the engines (broker-kill only touches
+ * the cluster).
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { createDb } from '../postgres/client.js';
 import { migratePostgres } from '../postgres/migrate.js';
 import { createCh } from '../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
+import { topicNames } from '../lib/events.js';
 import { repoPath } from '../lib/paths.js';
 import { benchConfig, machine, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, settle, type FleetTenant } from './lib/fleet.js';
 
-const ALL_FAULTS = ['pipeline-kill', 'api-kill', 'kafka-stop', 'clickhouse-stop', 'postgres-stop', 'redis-stop'] as const;
+const SINGLE_BROKER_FAULTS = ['pipeline-kill', 'api-kill', 'kafka-stop', 'clickhouse-stop', 'postgres-stop', 'redis-stop'] as const;
+const ALL_FAULTS = [...SINGLE_BROKER_FAULTS, 'broker-kill'] as const;
 type Fault = (typeof ALL_FAULTS)[number];
 
 const { values: args } = parseArgs({
@@ -35,10 +45,13 @@ const { values: args } = parseArgs({
     operators: { type: 'string', default: '12' },
     'outage-scale': { type: 'string', default: '1' },
     'client-timeout': { type: 'string', default: '15000' },
-    faults: { type: 'string', default: ALL_FAULTS.join(',') },
+    faults: { type: 'string' },
     rate: { type: 'string', default: '0' },
+    brokers: { type: 'string', default: '1' },
   },
 });
+const BROKERS = Number(args.brokers);
+if (BROKERS !== 1 && BROKERS !== 3) throw new Error('--brokers is 1 (the single broker) or 3 (the cluster)');
 const TOTAL = Number(args.events);
 const CLIENTS = Number(args.clients);
 const BATCH = Number(args.batch);
@@ -46,11 +59,18 @@ const OPERATORS = Number(args.operators);
 const SCALE = Number(args['outage-scale']);
 const CLIENT_TIMEOUT_MS = Number(args['client-timeout']);
 const RATE = Number(args.rate);
-const FAULTS = args.faults!.split(',').map((f) => f.trim()) as Fault[];
+const FAULTS = (args.faults ?? (BROKERS === 3 ? 'broker-kill' : SINGLE_BROKER_FAULTS.join(','))).split(',').map((f) => f.trim()) as Fault[];
 for (const f of FAULTS) if (!ALL_FAULTS.includes(f)) throw new Error(`unknown fault ${f}; one of ${ALL_FAULTS.join(', ')}`);
-const OUTAGE_S: Record<string, number> = { 'kafka-stop': 30, 'clickhouse-stop': 60, 'postgres-stop': 30, 'redis-stop': 30 };
+// kafka-stop stops the single broker, which a run on the cluster does not use.
+if (BROKERS === 3 && FAULTS.includes('kafka-stop')) throw new Error('kafka-stop is a fault of the single broker; with --brokers 3 use broker-kill');
+if (BROKERS === 1 && FAULTS.includes('broker-kill')) throw new Error('broker-kill needs the cluster: --brokers 3');
+const OUTAGE_S: Record<string, number> = { 'kafka-stop': 30, 'clickhouse-stop': 60, 'postgres-stop': 30, 'redis-stop': 30, 'broker-kill': 30 };
 
-type StackModule = { up: (o: { quiet: boolean }) => Promise<unknown> };
+type StackModule = {
+  up: (o: { quiet: boolean; brokers?: number }) => Promise<{ env: Record<string, string> }>;
+  kafkaCluster: Array<{ name: string; nodeId: number; pid(): number | null }>;
+  quorumLeader(): Promise<number | null>;
+};
 const stack = (await import(repoPath('scripts', 'stack.mjs'))) as StackModule;
 type Engine = { stop(): Promise<string> };
 const engines: Record<string, () => Promise<Engine>> = {
@@ -59,7 +79,7 @@ const engines: Record<string, () => Promise<Engine>> = {
   'postgres-stop': async () => (await import(repoPath('scripts', 'stack', 'postgres.mjs'))).postgres as Engine,
   'redis-stop': async () => (await import(repoPath('scripts', 'stack', 'redis.mjs'))).redis as Engine,
 };
-await stack.up({ quiet: true });
+const { env: stackEnv } = await stack.up({ quiet: true, brokers: BROKERS });
 
 const runId = Date.now().toString(36);
 const PORTS = [3191, 3192];
@@ -77,8 +97,12 @@ const { cfg, env } = benchConfig({
   PROCESSOR_TICK_MS: '1000',
   API_METRICS_PORT: '0',
   PIPELINE_METRICS_PORT: '0',
+  // Every process the runner starts uses the cluster's three brokers.
+  ...(BROKERS === 3 ? { KAFKA_BROKERS: stackEnv.KAFKA_BROKERS! } : {}),
 });
-console.log(`chaos  ${TOTAL} events, ${CLIENTS} clients, ${BATCH}-event batches, outages × ${SCALE}, faults: ${FAULTS.join(', ')}`);
+console.log(
+  `chaos  ${TOTAL} events, ${CLIENTS} clients, ${BATCH}-event batches, outages × ${SCALE}, faults: ${FAULTS.join(', ')}, Kafka: ${cfg.KAFKA_BROKERS.join(',')}`,
+);
 
 const admin = new pg.Client({ connectionString: baseCfg.DATABASE_URL });
 await admin.connect();
@@ -92,6 +116,14 @@ await migratePostgres(db);
 await db.end();
 await migrateClickhouse(serverExecutor(chAdmin), 'venue_chaos');
 await chAdmin.close();
+
+const kafkaAdmin = BROKERS === 3 ? new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'chaos-admin', logLevel: logLevel.NOTHING }).admin() : null;
+await kafkaAdmin?.connect();
+if (kafkaAdmin) {
+  // Earlier runs' topics would be recovered too when the killed node restarts: slower with every run.
+  const stale = (await kafkaAdmin.listTopics()).filter((t) => t.startsWith('chaos.') && !t.startsWith(`${cfg.KAFKA_TOPIC_PREFIX}.`));
+  if (stale.length > 0) await kafkaAdmin.deleteTopics({ topics: stale });
+}
 
 /** Processes that died without being killed by the runner (a crash is a failure of the fault it happened in). */
 const crashes: string[] = [];
@@ -150,8 +182,69 @@ async function occupancyMismatches(timeoutMs: number): Promise<string[]> {
   }
 }
 
+const eventsTopic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
+/** Alive and not a zombie (a node the runner itself restarted is its child until reaped). */
+const pidAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+/** Per partition of the events topic: its leader and how many replicas are in sync. */
+async function eventsPartitions(): Promise<Array<{ leader: number; isr: number }>> {
+  const { topics } = await kafkaAdmin!.fetchTopicMetadata({ topics: [eventsTopic] });
+  return topics[0]!.partitions.map((p) => ({ leader: p.leader, isr: p.isr.length }));
+}
+
+/** What the broker kill measured; filled in by inject('broker-kill'). */
+let brokerKill: Record<string, unknown> = {};
+
 /** Injects one fault while the fleet sends; resolves with the time the fault ended (the system was whole again). */
 async function inject(fault: Fault): Promise<number> {
+  if (fault === 'broker-kill') {
+    await sleep(3_000);
+    // The active controller: its loss needs a new quorum leader before the dead broker is fenced
+    // and its partitions get new leaders, the longest failover one kill can cause.
+    const victimId = await stack.quorumLeader();
+    const victim = stack.kafkaCluster.find((n) => n.nodeId === victimId);
+    const pid = victim?.pid();
+    if (!victim || !pid) throw new Error(`no running cluster node is the quorum leader (${victimId})`);
+    const led = (await eventsPartitions()).filter((p) => p.leader === victim.nodeId).length;
+    const refusedBefore = { ...fleet.stats.refusals };
+    const killedAt = Date.now();
+    process.kill(pid, 'SIGKILL');
+    for (const until = Date.now() + 5_000; pidAlive(pid) && Date.now() < until; ) await sleep(50);
+    await sleep(OUTAGE_S[fault]! * 1000 * SCALE);
+    // The supervisor starts the node again; it catches up from the others without help.
+    const restartAt = Date.now();
+    await stack.up({ quiet: true, brokers: 3 });
+    const readyAt = Date.now();
+    const refusedWhileTwo = Object.fromEntries(
+      Object.entries(fleet.stats.refusals)
+        .map(([st, n]) => [st, n - (refusedBefore[Number(st)] ?? 0)])
+        .filter(([, n]) => Number(n) > 0),
+    ) as Record<string, number>;
+    let isrAt: number | null = null;
+    const isrDeadline = Date.now() + 120_000;
+    while (isrAt === null && Date.now() < isrDeadline) {
+      const parts = await eventsPartitions().catch(() => []);
+      if (parts.length > 0 && parts.every((p) => p.isr === 3)) isrAt = Date.now();
+      else await sleep(250);
+    }
+    brokerKill = {
+      node: victim.name,
+      wasActiveController: true,
+      eventsPartitionsLed: led,
+      twoBrokersSeconds: round((readyAt - killedAt) / 1000, 1),
+      refusedWhileTwoBrokers: refusedWhileTwo,
+      restartToReadyMs: readyAt - restartAt,
+      restartToIsr3Ms: isrAt === null ? null : isrAt - restartAt,
+    };
+    return Date.now();
+  }
   if (fault === 'pipeline-kill') {
     for (let k = 0; k < 3; k++) {
       await sleep(3_000);
@@ -218,8 +311,12 @@ for (const fault of FAULTS) {
     firstAcceptAfterFaultMs: acceptedAfterFault ? acceptedAfterFault - faultEnded : null,
     longestBatchWaitMs: Math.max(0, ...fleet.stats.batchWaits.slice(before.batches)),
     drainMs,
+    ...(fault === 'broker-kill' ? { brokerKill } : {}),
   };
-  const ok = check.missing === 0 && check.duplicates === 0 && check.rollupMismatches.length === 0 && occupancy.length === 0 && violations.length === 0 && row.timeouts === 0;
+  // A broker kill must not be seen at all: no 503 while two brokers remain, and the node back in every ISR.
+  const brokerKillOk = fault !== 'broker-kill' || (!(brokerKill.refusedWhileTwoBrokers as Record<string, number>)[503] && brokerKill.restartToIsr3Ms !== null);
+  const ok =
+    check.missing === 0 && check.duplicates === 0 && check.rollupMismatches.length === 0 && occupancy.length === 0 && violations.length === 0 && row.timeouts === 0 && brokerKillOk;
   healthy &&= ok;
   results.push({ ...row, ok });
   console.log(
@@ -228,17 +325,35 @@ for (const fault of FAULTS) {
       `longest wait for a 202 ${row.longestBatchWaitMs} ms, stored all ${drainMs} ms after the load`,
   );
   if (violations.length) console.log(`     violations: ${violations.slice(0, 3).join(' | ')}`);
+  if (fault === 'broker-kill') {
+    const b = brokerKill;
+    console.log(
+      `     killed ${b.node} (active controller, led ${b.eventsPartitionsLed} events partitions) for ${b.twoBrokersSeconds} s: refused while two brokers remained ${JSON.stringify(b.refusedWhileTwoBrokers)}; ` +
+        `restarted in ${b.restartToReadyMs} ms, ISR back to 3 ${b.restartToIsr3Ms ?? 'never (120 s)'} ms after the restart began`,
+    );
+  }
 }
 
 for (const a of apis) await a.proc.stop();
 await pipeline.stop();
 await ch.close();
+await kafkaAdmin?.disconnect();
 
-const path = writeResult('chaos', {
+const path = writeResult(BROKERS === 3 ? 'chaos-cluster' : 'chaos', {
   benchmark: 'chaos',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { events: TOTAL, offeredEventsPerSec: RATE || 'unpaced', clients: CLIENTS, batchSize: BATCH, operators: OPERATORS, outageScale: SCALE, clientTimeoutMs: CLIENT_TIMEOUT_MS, faults: FAULTS },
+  settings: {
+    events: TOTAL,
+    offeredEventsPerSec: RATE || 'unpaced',
+    clients: CLIENTS,
+    batchSize: BATCH,
+    operators: OPERATORS,
+    outageScale: SCALE,
+    clientTimeoutMs: CLIENT_TIMEOUT_MS,
+    faults: FAULTS,
+    brokers: BROKERS,
+  },
   totals: { accepted: fleet.stats.eventsAccepted, refusals: fleet.stats.refusals, timeouts: fleet.stats.timeouts, connectionErrors: fleet.stats.connectionErrors },
   faults: results,
   ok: healthy,

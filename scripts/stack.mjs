@@ -47,7 +47,7 @@ import { nginx } from './stack/nginx.mjs';
 
 export { LOCAL_URLS, PORTS, ROOT, STACK_DIR } from './stack/common.mjs';
 export { ensureDotEnv, resolveEnv } from './stack/env.mjs';
-export { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster } from './stack/kafka-cluster.mjs';
+export { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster, quorumLeader } from './stack/kafka-cluster.mjs';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const SERVICES = [postgres, redis, clickhouse, kafka, nginx];

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  HOST, PORTS, STACK_DIR, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, render, spawnDetached, writeIfChanged,
+  HOST, PORTS, STACK_DIR, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, render, run, spawnDetached, writeIfChanged,
 } from './common.mjs';
 import { clusterIdIn, ensureLibs, formatStorage, javaArgs, missingPackages, rotateLog, startedLogged } from './kafka.mjs';
 
@@ -86,3 +86,14 @@ function clusterNode(n) {
 
 /** The cluster's nodes, node 1 first. */
 export const kafkaCluster = ids.map(clusterNode);
+
+/** The node id of the quorum's leader (the active controller), or null when no controller answers. */
+export async function quorumLeader() {
+  const controllers = ids.map((n) => `${HOST}:${controllerPort(n)}`).join(',');
+  const r = await run('java', javaArgs(
+    ['org.apache.kafka.tools.MetadataQuorumCommand', '--bootstrap-controller', controllers, 'describe', '--status'],
+    { heap: ['-Xmx128m'], log4j: LOG4J },
+  ));
+  const m = r.out.match(/^LeaderId:\s+(\d+)/m);
+  return r.code === 0 && m ? Number(m[1]) : null;
+}
