@@ -190,7 +190,8 @@ export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOption
   const compression = CompressionTypes.None;
   // About 5.5 s of back-off (0.1, 0.2, 0.4, 0.8, then 1 s each), so the deadline ends a send, not
   // the count: a partition whose leader died is retried until it has a new one (about 3 s on the
-  // local cluster, docs/scaling.md) instead of failing after the first second.
+  // local cluster, docs/scaling.md) instead of failing after the first second. Still bounded: a
+  // refused send stops being retried about when its deadline has passed.
   const make = () => createProducer(kafka, { retries: 8, initialRetryTime: 100, maxRetryTime: 1000 });
   let producer = make();
   let closed = false;
