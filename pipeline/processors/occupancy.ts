@@ -19,6 +19,9 @@ import { VenueInfos, type VenueInfo } from './venues.js';
  *   what an earlier entry would have covered. Older events still count (a flow moves the count, a
  *   count from before the window is ignored as stale; an event of an earlier reset period is
  *   ignored since that day is closed).
+ * - The events of one message (one ingest request) are applied together: one update per scope
+ *   they changed, with the figure after them and the clamps they caused (a reset in between is
+ *   emitted between the figure before it and the one after).
  */
 
 export const REORDER_WINDOW_MS = 120_000;
@@ -204,61 +207,70 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
     size: (state) => state.size,
 
     async process(state, messages: InputMessage[], ctx: ProcessorContext): Promise<Effects> {
-      const relevant = eventsOfTypes(messages, FLOW_TYPES, ctx, 'occupancy');
+      const requests = messages.map((m) => eventsOfTypes([m], FLOW_TYPES, ctx, 'occupancy')).filter((events) => events.length > 0);
       const outputs: Effects['outputs'] = [];
       const dirty = new Set<string>();
-      if (relevant.length === 0) return { outputs, changes: [] };
-      const known = await venues.resolve(relevant.map((e) => e.venueId));
+      if (requests.length === 0) return { outputs, changes: [] };
+      const known = await venues.resolve(requests.flatMap((events) => events.map((e) => e.venueId)));
       const reloaded = new Set<string>();
-      for (const e of relevant) {
-        const c = await changeOf(e, venues, known, reloaded);
-        if (!c) continue;
-        const key = scopeKey(c.scope.venueId, c.scope.zoneId);
-        const tz = c.info.timezone;
-        const hour = c.info.occupancy_reset_hour;
-        let s = state.get(key);
-        if (!s) {
+      const out = (u: OccupancyUpdate) => outputs.push({ topic: opts.outputTopic, key: u.venueId, value: encodeOccupancyUpdate(u) });
+      for (const events of requests) {
+        // A message is one ingest request: its events are applied together, one update per scope it changed.
+        const changed = new Map<Scope, { capacity: number | null; reason: 'flow' | 'count'; clamped: number }>();
+        for (const e of events) {
+          const c = await changeOf(e, venues, known, reloaded);
+          if (!c) continue;
+          const key = scopeKey(c.scope.venueId, c.scope.zoneId);
+          const tz = c.info.timezone;
+          const hour = c.info.occupancy_reset_hour;
+          let s = state.get(key);
+          if (!s) {
+            const p = periodStart(c.ts, hour, tz);
+            s = { ...c.scope, timezone: tz, resetHour: hour, base: 0, baseTs: c.ts, basePeriod: p, baseClamped: 0, pending: [], value: 0, ts: c.ts, period: p, clamped: 0, maxTs: c.ts, seq: 0 };
+            state.set(key, s);
+          }
+          s.timezone = tz;
+          s.resetHour = hour;
           const p = periodStart(c.ts, hour, tz);
-          s = { ...c.scope, timezone: tz, resetHour: hour, base: 0, baseTs: c.ts, basePeriod: p, baseClamped: 0, pending: [], value: 0, ts: c.ts, period: p, clamped: 0, maxTs: c.ts, seq: 0 };
-          state.set(key, s);
+          dirty.add(key);
+          if (p < s.basePeriod || (c.ts < s.baseTs && c.absolute)) {
+            ctx.log.debug({ venueId: s.venueId, zoneId: s.zoneId, ts: c.ts }, 'occupancy: stale event ignored (closed day, or a count older than the window)');
+            continue;
+          }
+          let from = 0;
+          if (c.ts < s.baseTs) {
+            // Later than the window: the flow still counts, as of now.
+            s.base = Math.max(0, s.base + c.amount);
+          } else {
+            const entry: Pending = [c.ts, s.seq++, c.absolute ? 1 : 0, c.amount];
+            from = s.pending.length;
+            while (from > 0 && s.pending[from - 1]![0] > c.ts) from--;
+            s.pending.splice(from, 0, entry);
+          }
+          s.maxTs = Math.max(s.maxTs, c.ts);
+          const r = replayFrom(s, from);
+          fold(s, s.maxTs - REORDER_WINDOW_MS);
+          if (r.period > s.period) {
+            // The figure before the reset goes out first, then the reset.
+            const before = changed.get(s);
+            if (before) out(update(s, before.capacity, s.ts, before.reason, before.clamped));
+            changed.delete(s);
+            s.value = 0;
+            s.period = r.period;
+            out(update(s, c.capacity, r.period, 'reset', 0));
+            s.ts = r.period;
+          }
+          const clamped = Math.max(0, r.clamped - s.clamped);
+          const moved = r.value !== s.value || clamped > 0 || c.absolute;
+          s.clamped = r.clamped;
+          s.value = r.value;
+          if (moved) {
+            s.ts = Math.max(s.ts, c.ts);
+            const acc = changed.get(s);
+            changed.set(s, { capacity: c.capacity, reason: c.absolute ? 'count' : 'flow', clamped: (acc?.clamped ?? 0) + clamped });
+          }
         }
-        s.timezone = tz;
-        s.resetHour = hour;
-        const p = periodStart(c.ts, hour, tz);
-        const out = (u: OccupancyUpdate) => outputs.push({ topic: opts.outputTopic, key: u.venueId, value: encodeOccupancyUpdate(u) });
-        dirty.add(key);
-        if (p < s.basePeriod || (c.ts < s.baseTs && c.absolute)) {
-          ctx.log.debug({ venueId: s.venueId, zoneId: s.zoneId, ts: c.ts }, 'occupancy: stale event ignored (closed day, or a count older than the window)');
-          continue;
-        }
-        let from = 0;
-        if (c.ts < s.baseTs) {
-          // Later than the window: the flow still counts, as of now.
-          s.base = Math.max(0, s.base + c.amount);
-        } else {
-          const entry: Pending = [c.ts, s.seq++, c.absolute ? 1 : 0, c.amount];
-          from = s.pending.length;
-          while (from > 0 && s.pending[from - 1]![0] > c.ts) from--;
-          s.pending.splice(from, 0, entry);
-        }
-        s.maxTs = Math.max(s.maxTs, c.ts);
-        const r = replayFrom(s, from);
-        fold(s, s.maxTs - REORDER_WINDOW_MS);
-        const capacity = c.capacity;
-        if (r.period > s.period) {
-          s.value = 0;
-          s.period = r.period;
-          out(update(s, capacity, r.period, 'reset', 0));
-          s.ts = r.period;
-        }
-        const clamped = Math.max(0, r.clamped - s.clamped);
-        const changed = r.value !== s.value || clamped > 0 || c.absolute;
-        s.clamped = r.clamped;
-        s.value = r.value;
-        if (changed) {
-          s.ts = Math.max(s.ts, c.ts);
-          out(update(s, capacity, s.ts, c.absolute ? 'count' : 'flow', clamped));
-        }
+        for (const [s, u] of changed) out(update(s, u.capacity, s.ts, u.reason, u.clamped));
       }
       return { outputs, changes: [...dirty].map((key) => ({ key, value: encodeStateEntry(state.get(key)) })) };
     },

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chRows, chsql } from '../../clickhouse/client.js';
-import type { CanonicalEvent } from '../../lib/events.js';
+import { encodeEventMessages, type CanonicalEvent } from '../../lib/events.js';
 import { venueOccupancy } from '../../domain/analytics/occupancy.js';
 import { getTelemetry } from '../../domain/telemetry/telemetry.js';
 import type { RunningProcessors } from '../../pipeline/processors/run.js';
@@ -67,6 +67,7 @@ beforeAll(async () => {
       { slug: 'till', type: 'counter' },
       { slug: 'lobby', type: 'area' },
       { slug: 'gate', type: 'area' },
+      { slug: 'batched', type: 'area' },
     ],
   });
   berlin = await newVenue(h.db, { timezone: 'Europe/Berlin', resetHour: 4 });
@@ -108,6 +109,14 @@ beforeAll(async () => {
     b(fall + 3 * HOUR + 10 * MINUTE, 1),
   ].sort((x, y) => x.ts - y.ts);
   await produce(h, [...events, ...dst]);
+  // Two ingest requests as the api sends them, one message each: three crossings, then one.
+  const batched = (ts: number, e: Partial<CanonicalEvent>) => at(ts, { zoneId: shop.zones.batched!, ...e });
+  for (const request of [
+    [batched(t, { type: 'entry', metrics: { entries: 3 } }), batched(t + 1_000, { type: 'exit', metrics: { exits: 5 } }), batched(t + 2_000, { type: 'entry', metrics: { entries: 4 } })],
+    [batched(t + 3_000, { type: 'entry', metrics: { entries: 1 } })],
+  ]) {
+    await h.producer.send({ topic: h.topics.events, acks: -1, messages: encodeEventMessages(request).map((m) => ({ key: shop.venueId, ...m })) });
+  }
   run = await startProcessors(h, ['occupancy']);
   await committedToEnd(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events);
   await committedToEnd(h.admin, `${h.prefix}.sink.occupancy`, h.derived.occupancy);
@@ -139,6 +148,14 @@ describe('occupancy processor', () => {
       [10, 'flow', 0, 20],
     ]);
     expect(hall.every((r) => r.capacity === 50)).toBe(true);
+  });
+
+  it('applies the events of one ingest request together: one update with the figure after them and their clamps', async () => {
+    const batched = (await updates(shop.venueId)).filter((r) => r.zone_id === shop.zones.batched);
+    expect(batched.map((r) => [r.value, r.reason, r.clamped, r.ts])).toEqual([
+      [4, 'flow', 2, t + 2_000],
+      [5, 'flow', 0, t + 3_000],
+    ]);
   });
 
   it('puts events within the reorder window in event-time order', async () => {
