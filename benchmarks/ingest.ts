@@ -30,6 +30,7 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '0' },
     'new-devices': { type: 'string', default: '0.1' },
     apis: { type: 'string', default: '1' },
+    out: { type: 'string' },
   },
 });
 const DURATION_S = Number(args.duration);
@@ -340,7 +341,7 @@ const result = {
   cpuSecondsDuringLoad: cpuSince(cpuBefore, cpuAtLoadEnd),
   cpuSecondsLoadToCaughtUp: cpuSince(cpuBefore, cpuAfterCatchUp),
 };
-const path = writeResult(RATE ? 'ingest-paced' : 'ingest', result);
+const path = writeResult(args.out ?? (RATE ? 'ingest-paced' : 'ingest'), result);
 console.log(JSON.stringify(result, null, 2));
 console.log(`\naccepted ${round(eventsPerSec, 0)} events/s (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
   `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; ` +
