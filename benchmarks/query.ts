@@ -27,6 +27,7 @@ const { values: args } = parseArgs({
     iterations: { type: 'string', default: '50' },
     warmup: { type: 'string', default: '5' },
     reuse: { type: 'boolean', default: false },
+    out: { type: 'string', default: 'query' },
   },
 });
 const EVENTS = Number(args.events);
@@ -40,7 +41,9 @@ const TARGET_P95_MS = 50;
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
-const DB = 'venue_bench_query';
+/** Results file and database: runs at other data sizes keep their own (`--out query-1m`). */
+const OUT = args.out!;
+const DB = `venue_bench_${OUT.replace(/[^a-z0-9]/g, '_')}`;
 const API_PORT = 3191;
 
 interface VenueSpec {
@@ -531,7 +534,7 @@ const result = {
   sevenDaysAtOneMinute: { status: capCheck.status, message: capBody.error ?? null },
   target: { p95Ms: TARGET_P95_MS, worstApiP95Ms: worstP95, met: worstP95 <= TARGET_P95_MS },
 };
-const path = writeResult('query', result);
+const path = writeResult(OUT, result);
 console.log(JSON.stringify(result, null, 2));
 const [hourly, , minutely] = questions;
 console.log(`\n${points} telemetry points (${loaded.events} events${loaded.reused ? ', reused' : `, loaded in ${round(loaded.seconds)} s`}); ` +
