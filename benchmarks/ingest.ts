@@ -50,6 +50,8 @@ await up({ quiet: true });
 
 const runId = Date.now().toString(36);
 const API_PORT = 3190;
+/** The api's Prometheus endpoint: the server-side split of the request latency is read from it. */
+const API_METRICS_PORT = 3290;
 const { cfg: baseCfg } = benchConfig({});
 const dbUrl = new URL(baseCfg.DATABASE_URL);
 dbUrl.pathname = '/venue_bench';
@@ -111,7 +113,7 @@ const cpuOf = (pid: number | undefined) => {
 };
 const pidFile = (p: string) => Number(readFileSync(repoPath('.stack', p), 'utf8').trim()) || undefined;
 const apis = Array.from({ length: APIS }, (_, i) =>
-  startProcess(APIS > 1 ? `api-${i + 1}` : 'api', 'dist/apps/api/main.js', { ...env, API_PORT: String(API_PORT + i), API_METRICS_PORT: '0' }),
+  startProcess(APIS > 1 ? `api-${i + 1}` : 'api', 'dist/apps/api/main.js', { ...env, API_PORT: String(API_PORT + i), API_METRICS_PORT: String(API_METRICS_PORT + i) }),
 );
 // The processors log their state size (entries held) when they stop: read from the pipeline's log.
 const processorState: Record<string, number> = {};
@@ -306,6 +308,33 @@ const rssMb = (pid: number | undefined) => {
 const pipelineRssMb = rssMb(pipeline.child.pid);
 const cpuAfterCatchUp = cpuNow();
 
+/**
+ * Where a request's time went, from the api's own histograms (first instance): answering POST
+ * /ingest, and Kafka acknowledging its batch. Quantiles are bucket upper bounds.
+ */
+async function serverSide() {
+  const text = await fetch(`http://127.0.0.1:${API_METRICS_PORT}/metrics`).then((r) => r.text(), () => '');
+  const histogram = (name: string, labels: string) => {
+    const ours = text.split('\n').filter((l) => l.startsWith(`${name}_`) && l.includes(labels));
+    const buckets = ours
+      .filter((l) => l.startsWith(`${name}_bucket{`))
+      .map((l) => {
+        const le = /le="([^"]+)"/.exec(l)?.[1];
+        return { le: le === '+Inf' ? Infinity : Number(le), n: Number(l.split(' ').pop()) };
+      })
+      .sort((a, b) => a.le - b.le);
+    const count = buckets.at(-1)?.n ?? 0;
+    const sum = Number(ours.find((l) => l.startsWith(`${name}_sum{`))?.split(' ').pop() ?? NaN);
+    const q = (p: number) => (count ? buckets.find((b) => b.n >= p * count)!.le * 1000 : NaN);
+    return { count, meanMs: round((sum / count) * 1000), p50UpToMs: q(0.5), p95UpToMs: q(0.95), p99UpToMs: q(0.99) };
+  };
+  return {
+    answerIngest: histogram('http_request_duration_seconds', 'route="/ingest"'),
+    kafkaAcknowledge: histogram('kafka_produce_duration_seconds', 'outcome="acknowledged"'),
+  };
+}
+const server = await serverSide();
+
 for (const a of apis) await a.stop();
 await pipeline.stop();
 await chBench.close();
@@ -328,6 +357,7 @@ const result = {
     elapsedS: round(elapsedS, 2),
     eventsPerSec: round(eventsPerSec, 0),
     latencyMs: { p50: round(percentile(latencies, 50)), p95: round(percentile(latencies, 95)), p99: round(percentile(latencies, 99)), max: round(latencies.at(-1) ?? NaN) },
+    serverSide: server,
   },
   queryable: {
     storedRows: stored,
