@@ -63,14 +63,27 @@ export async function storedOffsets(ch: Ch, q: StoredOffsetsQuery, table: SunkTa
   return new Set(found.map((r) => `${r.partition}:${r.offset}:${r.index}`));
 }
 
-export function storedEventIdsSql(q: { ids: string[]; fromTs: number; toTs: number }): ChSql {
-  return chsql`SELECT DISTINCT toString(event_id) AS id FROM events
-                WHERE ts >= toDateTime(${q.fromTs}, 'UTC') AND ts <= toDateTime(${q.toTs}, 'UTC')
-                  -- IN over a literal set is a hash lookup per row; has(array, …) scanned the array for every row.
-                  AND toString(event_id) IN (${raw(q.ids.length ? q.ids.map(literal).join(', ') : "''")})`;
+/** Which ids to look for, where: the venues (and their operators) and the event-time range of the candidates. */
+export interface StoredIdsQuery {
+  ids: string[];
+  operatorIds: string[];
+  venueIds: string[];
+  fromTs: number;
+  toTs: number;
 }
 
-/** Ids per lookup: 2,000 quoted uuids are about 80 KB, well inside ClickHouse's 256 KiB max_query_size. */
+const uuidList = (ids: string[]) => raw(ids.length ? ids.map((id) => `toUUID(${literal(id)})`).join(', ') : "toUUID('00000000-0000-0000-0000-000000000000')");
+
+export function storedEventIdsSql(q: StoredIdsQuery): ChSql {
+  // Operator, venue and time are the table's key prefix: only the candidates' venues and minutes
+  // are read. The ids compare as UUIDs (a hash set of constants), not as a string per row.
+  return chsql`SELECT DISTINCT toString(event_id) AS id FROM events
+                WHERE operator_id IN (${uuidList(q.operatorIds)}) AND venue_id IN (${uuidList(q.venueIds)})
+                  AND ts >= toDateTime(${q.fromTs}, 'UTC') AND ts <= toDateTime(${q.toTs}, 'UTC')
+                  AND event_id IN (${uuidList(q.ids)})`;
+}
+
+/** Ids per lookup: 2,000 `toUUID('…')` are about 100 KB, well inside ClickHouse's 256 KiB max_query_size. */
 export const STORED_IDS_CHUNK = 2_000;
 
 /**
@@ -78,7 +91,7 @@ export const STORED_IDS_CHUNK = 2_000;
  * in chunks: a sink batch of thousands of derived ids (every event of a connector sending
  * `event_id`s) would otherwise exceed max_query_size and fail on every retry.
  */
-export async function storedEventIds(ch: Ch, q: { ids: string[]; fromTs: number; toTs: number }): Promise<Set<string>> {
+export async function storedEventIds(ch: Ch, q: StoredIdsQuery): Promise<Set<string>> {
   const stored = new Set<string>();
   for (let i = 0; i < q.ids.length; i += STORED_IDS_CHUNK) {
     const rows = await chRows<{ id: string }>(ch, storedEventIdsSql({ ...q, ids: q.ids.slice(i, i + STORED_IDS_CHUNK) }));

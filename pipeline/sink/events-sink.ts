@@ -39,7 +39,13 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
         fromTs = Math.min(fromTs, r.ts);
         toTs = Math.max(toTs, r.ts);
       }
-      const seen = await storedEventIds(ch, { ids: [...new Set(derived.map((r) => r.event_id))], fromTs, toTs });
+      const seen = await storedEventIds(ch, {
+        ids: [...new Set(derived.map((r) => r.event_id))],
+        operatorIds: [...new Set(derived.map((r) => r.operator_id))],
+        venueIds: [...new Set(derived.map((r) => r.venue_id))],
+        fromTs,
+        toTs,
+      });
       for (const r of derived) {
         if (seen.has(r.event_id)) again.add(r);
         else seen.add(r.event_id);

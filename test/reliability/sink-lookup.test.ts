@@ -14,7 +14,7 @@ describe("the sink's lookup of stored event ids", () => {
   // over ClickHouse's max_query_size (256 KiB), failed on every retry and stalled the partition.
   it('answers for a batch of ids far beyond one query (looked up in chunks)', async () => {
     const ids = Array.from({ length: STORED_IDS_CHUNK * 5 + 7 }, () => randomUUID());
-    const stored = await storedEventIds(ch, { ids, fromTs: 0, toTs: Math.floor(Date.now() / 1000) + 60 });
+    const stored = await storedEventIds(ch, { ids, operatorIds: [randomUUID()], venueIds: [randomUUID(), randomUUID()], fromTs: 0, toTs: Math.floor(Date.now() / 1000) + 60 });
     expect(stored.size).toBe(0);
   });
 });

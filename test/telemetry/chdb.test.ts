@@ -106,7 +106,7 @@ describe('the service queries on current ClickHouse and on 18.16', () => {
     );
     expect(stored.map((r) => Number(r.offset)).sort((a, b) => a - b)).toEqual([11, 13, 15, 17, 19]);
     expect(stored.every((r) => r.partition === 1)).toBe(true);
-    const ids = await onBoth<{ id: string }>(storedEventIdsSql({ ids: [events[3]!.id, randomUUID()], fromTs: 0, toTs: 2 ** 32 - 1 }));
+    const ids = await onBoth<{ id: string }>(storedEventIdsSql({ ids: [events[3]!.id, randomUUID()], operatorIds: [operatorId], venueIds: [events[3]!.venueId], fromTs: 0, toTs: 2 ** 32 - 1 }));
     expect(ids).toEqual([{ id: events[3]!.id }]);
   });
 
