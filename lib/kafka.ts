@@ -174,18 +174,25 @@ export interface Publisher {
 }
 
 export interface PublisherOptions {
-  /** Upper bound on connect + send, so a dead broker fails a request in seconds. */
+  /** Upper bound on waiting for a producer + connect + send, so a dead broker fails a request in seconds. */
   deadlineMs?: number;
+  /** Producers, each carrying one batch at a time: how many batches are sent at once. */
+  concurrency?: number;
 }
 
 /**
- * A Publisher over an idempotent producer with bounded retries. After a failed or timed-out send
- * the batch may or may not have been written, and kafkajs would reuse its sequence numbers for the
- * next batch, which the broker could then discard as a duplicate. So the producer is retired and a
- * fresh one (new producer id) takes over; the old one is closed once its own sends have settled.
+ * A Publisher over a pool of idempotent producers with bounded retries, each carrying **one batch
+ * at a time**. After a failed or timed-out send the batch may or may not have been written, and
+ * kafkajs does not advance that producer's sequence numbers: the next batch it sent would reuse
+ * them and the broker could drop it as a duplicate while acknowledging it. So a producer whose
+ * send failed is never used again (a fresh one, with a new producer id, takes its place), and no
+ * other batch was queued behind it, which is why a producer never carries two batches at once
+ * (the chaos runner lost three acknowledged batches to exactly that while Kafka restarted). A send
+ * that completes after its caller was told it failed leaves the producer usable.
  */
 export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOptions = {}): Publisher {
   const deadlineMs = opts.deadlineMs ?? 5000;
+  const size = opts.concurrency ?? 4;
   // Measured with 1,000-event batches on a local broker: gzip costs more CPU than it saves.
   const compression = CompressionTypes.None;
   // About 5.5 s of back-off (0.1, 0.2, 0.4, 0.8, then 1 s each), so the deadline ends a send, not
@@ -193,11 +200,11 @@ export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOption
   // local cluster, docs/scaling.md) instead of failing after the first second. Still bounded: a
   // refused send stops being retried about when its deadline has passed.
   const make = () => createProducer(kafka, { retries: 8, initialRetryTime: 100, maxRetryTime: 1000 });
-  let producer = make();
   let closed = false;
+  const all = new Set<Producer>();
+  const idle: Producer[] = [];
+  const waiting: Array<{ take: (p: Producer) => void; expired: () => boolean }> = [];
   const ready = new WeakMap<Producer, Promise<void>>();
-  const inFlight = new Map<Producer, number>();
-  const retired = new Set<Producer>();
 
   // One connect attempt at a time per producer; a failed attempt is retried by the next caller.
   const connectOf = (p: Producer): Promise<void> => {
@@ -212,63 +219,79 @@ export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOption
     return attempt;
   };
 
-  const settle = (p: Producer) => {
-    const left = (inFlight.get(p) ?? 1) - 1;
-    if (left > 0) return void inFlight.set(p, left);
-    inFlight.delete(p);
-    if (retired.delete(p)) void p.disconnect().catch(() => undefined);
+  const release = (p: Producer) => {
+    if (closed) return;
+    let next = waiting.shift();
+    while (next?.expired()) next = waiting.shift();
+    if (next) next.take(p);
+    else idle.push(p);
+  };
+
+  const add = () => {
+    const p = make();
+    all.add(p);
+    release(p);
+  };
+  for (let i = 0; i < size; i++) add();
+
+  const acquire = (expired: () => boolean): Promise<Producer> => {
+    const p = idle.pop();
+    return p ? Promise.resolve(p) : new Promise((take) => waiting.push({ take, expired }));
   };
 
   const retire = (failed: Producer, err: Error) => {
-    if (failed !== producer || closed) return; // a concurrent failure already replaced it
     log.warn({ err: err.message }, 'kafka publish failed; replacing the producer');
-    producer = make();
-    if (inFlight.has(failed)) retired.add(failed);
-    else void failed.disconnect().catch(() => undefined);
-    void connectOf(producer).catch(() => undefined);
+    all.delete(failed);
+    void failed.disconnect().catch(() => undefined);
+    if (closed) return;
+    add();
   };
 
   return {
-    connect: () => (closed ? Promise.reject(new PublishError('publisher is closed')) : connectOf(producer)),
+    connect: async () => {
+      if (closed) throw new PublishError('publisher is closed');
+      await Promise.all(idle.map(connectOf));
+    },
     async publish(batches) {
       if (closed) throw new PublishError('publisher is closed');
-      const current = producer;
-      inFlight.set(current, (inFlight.get(current) ?? 0) + 1);
       let expired = false;
       let sending = false;
-      const work = connectOf(current).then(() => {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          expired = true;
+          reject(new PublishError(`no acknowledgement from Kafka within ${deadlineMs} ms`));
+        }, deadlineMs);
+      });
+      let current: Producer | undefined;
+      const work = acquire(() => expired).then(async (p) => {
+        current = p;
+        await connectOf(p);
         // Never send after the caller has been told the batch failed.
-        if (expired) throw new PublishError('deadline passed while connecting');
+        if (expired) throw new PublishError('deadline passed before sending');
         sending = true;
-        return current.sendBatch({ topicMessages: batches, acks: -1, timeout: deadlineMs, compression });
+        await p.sendBatch({ topicMessages: batches, acks: -1, timeout: deadlineMs, compression });
       });
       work.then(
-        () => settle(current),
-        () => settle(current),
+        () => release(current!),
+        (err: Error) => {
+          if (!current) return;
+          // Only a producer that sent may have sequence numbers the broker has seen and kafkajs has not.
+          if (sending) retire(current, err);
+          else release(current);
+        },
       );
-      let timer: NodeJS.Timeout | undefined;
       try {
-        await Promise.race([
-          work,
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => {
-              expired = true;
-              reject(new PublishError(`no acknowledgement from Kafka within ${deadlineMs} ms`));
-            }, deadlineMs);
-          }),
-        ]);
+        await Promise.race([work, deadline]);
       } catch (err) {
-        const failure = err instanceof PublishError ? err : new PublishError((err as Error).message);
-        // Only a producer that sent may have advanced sequence numbers the broker has seen.
-        if (sending) retire(current, failure);
-        throw failure;
+        throw err instanceof PublishError ? err : new PublishError((err as Error).message);
       } finally {
         clearTimeout(timer);
       }
     },
     async disconnect() {
       closed = true;
-      await Promise.all([producer, ...retired].map((p) => p.disconnect().catch(() => undefined)));
+      await Promise.all([...all].map((p) => p.disconnect().catch(() => undefined)));
     },
   };
 }

@@ -19,6 +19,8 @@ export interface KafkaBroker {
   brokers: string;
   /** SIGTERM, then SIGKILL if it lingers; resolves once the process has exited. */
   stop(): Promise<void>;
+  /** SIGKILL at once (requests in flight may be written and never acknowledged); resolves once it has exited. */
+  kill(): Promise<void>;
   /** Starts it again on the same data dir and ports (no re-format); resolves once it is ready. */
   restart(): Promise<void>;
   /** Stops it and removes its data dir. Safe to call more than once. */
@@ -183,6 +185,11 @@ export async function startKafkaBroker(): Promise<KafkaBroker> {
     port,
     brokers: `${HOST}:${port}`,
     stop,
+    async kill() {
+      if (!child || !running()) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
     async restart() {
       if (closed) throw new Error('the test broker is closed');
       await run();
