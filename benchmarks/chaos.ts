@@ -21,6 +21,7 @@
  * the cluster).
  */
 import { readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
@@ -128,8 +129,11 @@ if (kafkaAdmin) {
 /** Processes that died without being killed by the runner (a crash is a failure of the fault it happened in). */
 const crashes: string[] = [];
 const killedByUs = new Set<number>();
+// Every process's log (warnings and errors), kept for reading after a failed fault.
+const LOG_DIR = repoPath('.stack', 'chaos-logs', runId);
+mkdirSync(LOG_DIR, { recursive: true });
 function supervised(name: string, entry: string, procEnv: Record<string, string>) {
-  const proc = startProcess(name, entry, procEnv);
+  const proc = startProcess(name, entry, procEnv, (line) => appendFileSync(`${LOG_DIR}/${name}.log`, `${line}\n`));
   proc.child.once('exit', (code, signal) => {
     if (!killedByUs.has(proc.child.pid ?? -1) && code !== 0) crashes.push(`${name} exited (code ${code}, signal ${signal})`);
   });
@@ -358,5 +362,5 @@ const path = writeResult(BROKERS === 3 ? 'chaos-cluster' : 'chaos', {
   faults: results,
   ok: healthy,
 });
-console.log(`\n${healthy ? 'every fault survived' : 'SOME FAULTS FAILED'}; written to ${path}`);
+console.log(`\n${healthy ? "every fault survived" : "SOME FAULTS FAILED"}; written to ${path}; process logs in ${LOG_DIR}`);
 process.exit(healthy ? 0 : 1);

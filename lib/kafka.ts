@@ -33,14 +33,22 @@ const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
  */
 const BOUNDED_RETRIES_WARNING = 'Limiting retries for the idempotent producer may invalidate EoS guarantees';
 
-export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIENT_ID): Kafka {
+/**
+ * For transactional producers (the stream processors): a transaction started right after the
+ * previous commit is answered CONCURRENT_TRANSACTIONS until the broker has written the commit's
+ * markers, a few milliseconds later. kafkajs retries it with the client's back-off; starting at
+ * 200 ms that capped a processor at a few transactions a second under a steady trickle of input.
+ */
+export const TRANSACTIONAL_RETRY: RetryOptions = { retries: 10, initialRetryTime: 20, maxRetryTime: 2000 };
+
+export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIENT_ID, retry: RetryOptions = { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 }): Kafka {
   const kafkaLog = log.child({ component: 'kafka' });
   return new Kafka({
     clientId,
     brokers: cfg.KAFKA_BROKERS,
     connectionTimeout: 3000,
     requestTimeout: 10000,
-    retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 },
+    retry,
     logLevel: logLevel.WARN,
     logCreator:
       () =>

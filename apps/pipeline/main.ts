@@ -7,6 +7,7 @@ import { scheduleRetention } from '../../pipeline/retention.js';
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
 import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
+import { createKafka, TRANSACTIONAL_RETRY } from '../../lib/kafka.js';
 import { startMetrics } from '../../lib/metrics.js';
 import { createPipelineMetrics } from './metrics.js';
 
@@ -32,7 +33,7 @@ const sink = await runEventsSink(services.kafka, {
   onInsert: metrics.observeInsert,
 });
 const processors = await runProcessors({
-  kafka: services.kafka,
+  kafka: createKafka(cfg, log, cfg.KAFKA_CLIENT_ID, TRANSACTIONAL_RETRY),
   db: services.db,
   ch: services.ch,
   producer: services.producer,

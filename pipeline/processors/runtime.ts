@@ -168,15 +168,7 @@ export class ProcessorRuntime<S> {
     await createMissingTopics(this.admin, [
       { topic: this.changelog, numPartitions: this.opts.partitions, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
     ]);
-    this.producer = kafka.producer({
-      transactionalId: `${this.group}.${this.opts.instanceId}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      transactionTimeout: this.opts.transactionTimeoutMs ?? 10_000,
-      allowAutoTopicCreation: false,
-      // Every message names its partition (the input's): the partitioner is never asked.
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
+    this.producer = this.newProducer();
     // Connecting initialises the transactional id: a predecessor with the same id is fenced and
     // its open transaction aborted before this instance restores anything.
     await this.producer.connect();
@@ -338,6 +330,33 @@ export class ProcessorRuntime<S> {
     }
   }
 
+  private newProducer(): Producer {
+    return this.opts.kafka.producer({
+      transactionalId: `${this.group}.${this.opts.instanceId}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: this.opts.transactionTimeoutMs ?? 10_000,
+      allowAutoTopicCreation: false,
+      // Every message names its partition (the input's): the partitioner is never asked.
+      createPartitioner: Partitioners.DefaultPartitioner,
+    });
+  }
+
+  /**
+   * A transaction that failed may leave kafkajs's producer stuck in COMMITTING or ABORTING (its
+   * commit or abort never answered, e.g. while the broker restarted), refusing every later
+   * transaction: the chaos runner's Kafka stop left the processors there for good. So after any
+   * failure a new producer takes over the same transactional id; initialising it fences the old
+   * one and has the broker abort whatever it left open. If Kafka is still away the connect fails
+   * and the next batch tries again.
+   */
+  private async renewProducer(): Promise<void> {
+    const old = this.producer;
+    this.producer = this.newProducer();
+    await old?.disconnect().catch((e: unknown) => this.log.debug({ err: describeError(e) }, 'old transactional producer did not disconnect cleanly'));
+    await this.producer.connect().catch((e: unknown) => this.log.warn({ err: describeError(e) }, 'transactional producer not connected yet; the next batch retries'));
+  }
+
   private transact(effects: Effects, partition: number, offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
     return this.transactMany([{ partition, ...effects }], offsets);
   }
@@ -358,7 +377,13 @@ export class ProcessorRuntime<S> {
       for (const o of outputs) add(o.topic, { key: o.key, value: o.value, partition });
       for (const c of changes) add(this.changelog, { key: c.key, value: c.value, partition });
     }
-    const txn = await this.producer!.transaction();
+    let txn;
+    try {
+      txn = await this.producer!.transaction();
+    } catch (err) {
+      await this.renewProducer();
+      throw err;
+    }
     try {
       if (byTopic.size > 0) await txn.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
       if (offsets.length > 0) {
@@ -372,7 +397,8 @@ export class ProcessorRuntime<S> {
       this.stats.transactions++;
     } catch (err) {
       this.stats.aborts++;
-      await txn.abort().catch((e: unknown) => this.log.warn({ err: describeError(e) }, 'abort failed; the broker aborts the transaction at its timeout'));
+      await txn.abort().catch((e: unknown) => this.log.warn({ err: describeError(e) }, 'abort failed; the new producer has the broker abort it'));
+      await this.renewProducer();
       throw err;
     }
   }
