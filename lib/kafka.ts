@@ -41,6 +41,17 @@ const BOUNDED_RETRIES_WARNING = 'Limiting retries for the idempotent producer ma
  */
 export const TRANSACTIONAL_RETRY: RetryOptions = { retries: 10, initialRetryTime: 20, maxRetryTime: 2000 };
 
+/**
+ * kafkajs logs every error response as an error, also those our code waits out: a topic just
+ * created and not yet known to the broker asked (createMissingTopics, subscribeWhenKnown) and a
+ * transaction begun before the previous commit's markers were written (retried). Those are debug.
+ */
+function expectedResponse(message: string, error: unknown): boolean {
+  if (!message.startsWith('Response ')) return false;
+  const text = String(error ?? '');
+  return /does not host this topic-partition|concurrent operation on the same transaction/.test(text);
+}
+
 export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIENT_ID, retry: RetryOptions = { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 }): Kafka {
   const kafkaLog = log.child({ component: 'kafka' });
   return new Kafka({
@@ -55,7 +66,7 @@ export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIEN
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
         if (message === BOUNDED_RETRIES_WARNING) return;
-        kafkaLog[levels[level] ?? 'info'](rest, message);
+        kafkaLog[expectedResponse(message, rest.error) ? 'debug' : (levels[level] ?? 'info')](rest, message);
       },
   });
 }
