@@ -20,18 +20,13 @@
  * engine faults while others use the shared stack: they stop the engines (broker-kill only touches
  * the cluster).
  */
-import { readFileSync } from 'node:fs';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import pg from 'pg';
-import { createDb } from '../postgres/client.js';
-import { migratePostgres } from '../postgres/migrate.js';
 import { createCh } from '../clickhouse/client.js';
-import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 import { topicNames } from '../lib/events.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, machine, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, freshDatabases, machine, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, settle, type FleetTenant } from './lib/fleet.js';
 
 const SINGLE_BROKER_FAULTS = ['pipeline-kill', 'api-kill', 'kafka-stop', 'clickhouse-stop', 'postgres-stop', 'redis-stop'] as const;
@@ -105,18 +100,7 @@ console.log(
   `chaos  ${TOTAL} events, ${CLIENTS} clients, ${BATCH}-event batches, outages × ${SCALE}, faults: ${FAULTS.join(', ')}, Kafka: ${cfg.KAFKA_BROKERS.join(',')}`,
 );
 
-const admin = new pg.Client({ connectionString: baseCfg.DATABASE_URL });
-await admin.connect();
-await admin.query('DROP DATABASE IF EXISTS venue_chaos WITH (FORCE)');
-await admin.query('CREATE DATABASE venue_chaos');
-await admin.end();
-const chAdmin = createCh(cfg, null);
-await chAdmin.command({ query: 'DROP DATABASE IF EXISTS venue_chaos' });
-const db = createDb(cfg, 2);
-await migratePostgres(db);
-await db.end();
-await migrateClickhouse(serverExecutor(chAdmin), 'venue_chaos');
-await chAdmin.close();
+await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_chaos');
 
 const kafkaAdmin = BROKERS === 3 ? new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'chaos-admin', logLevel: logLevel.NOTHING }).admin() : null;
 await kafkaAdmin?.connect();

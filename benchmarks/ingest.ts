@@ -10,15 +10,11 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { createDb } from '../postgres/client.js';
-import { migratePostgres } from '../postgres/migrate.js';
 import { createCh, chRows, chsql } from '../clickhouse/client.js';
-import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 import { repoPath } from '../lib/paths.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
-import { benchConfig, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, freshDatabases, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -68,17 +64,7 @@ const { cfg, env } = benchConfig({
 console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}, ${APIS} api instance(s), ${NEW_DEVICES * 100} % new devices`);
 
 // Fresh databases for the run.
-const admin = new pg.Client({ connectionString: baseCfg.DATABASE_URL });
-await admin.connect();
-await admin.query('DROP DATABASE IF EXISTS venue_bench WITH (FORCE)');
-await admin.query('CREATE DATABASE venue_bench');
-await admin.end();
-const ch = createCh(cfg, null);
-await ch.command({ query: 'DROP DATABASE IF EXISTS venue_bench' });
-const db = createDb(cfg, 2);
-await migratePostgres(db);
-await db.end();
-await migrateClickhouse(serverExecutor(ch), 'venue_bench');
+await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_bench');
 
 // Kafka's own producer, same broker, same acks, message size of a canonical event: the ceiling.
 const sampleEventBytes = 520;
@@ -339,7 +325,6 @@ const server = await serverSide();
 for (const a of apis) await a.stop();
 await pipeline.stop();
 await chBench.close();
-await ch.close();
 
 latencies.sort((a, b) => a - b);
 probeLags.sort((a, b) => a - b);

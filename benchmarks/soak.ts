@@ -9,16 +9,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import WebSocket from 'ws';
-import { createDb } from '../postgres/client.js';
-import { migratePostgres } from '../postgres/migrate.js';
-import { createCh } from '../clickhouse/client.js';
-import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, freshDatabases, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, type FleetTenant } from './lib/fleet.js';
 
 const { values: args } = parseArgs({
@@ -64,18 +59,7 @@ const { cfg, env } = benchConfig({
 });
 console.log(`soak  ${MINUTES} min at ${RATE} events/s (half of the measured ${measuredMax}), ${args.subscribers} subscribers per venue`);
 
-const admin = new pg.Client({ connectionString: baseCfg.DATABASE_URL });
-await admin.connect();
-await admin.query('DROP DATABASE IF EXISTS venue_soak WITH (FORCE)');
-await admin.query('CREATE DATABASE venue_soak');
-await admin.end();
-const chAdmin = createCh(cfg, null);
-await chAdmin.command({ query: 'DROP DATABASE IF EXISTS venue_soak' });
-const db = createDb(cfg, 2);
-await migratePostgres(db);
-await db.end();
-await migrateClickhouse(serverExecutor(chAdmin), 'venue_soak');
-await chAdmin.close();
+await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak');
 
 const procs = {
   api: startProcess('api', 'dist/apps/api/main.js', env),

@@ -1,14 +1,38 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
+import pg from 'pg';
+import { createCh } from '../../clickhouse/client.js';
+import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { loadConfig, parseDotenv, type Config } from '../../lib/config.js';
 import { repoPath } from '../../lib/paths.js';
+import { createDb } from '../../postgres/client.js';
+import { migratePostgres } from '../../postgres/migrate.js';
 
 /** The local stack's configuration, with a benchmark's own databases and topics layered on top. */
 export function benchConfig(overrides: Record<string, string>): { cfg: Config; env: Record<string, string> } {
   const fileEnv = parseDotenv(readFileSync(repoPath('.env'), 'utf8'));
   const env = { ...fileEnv, ...(process.env as Record<string, string>), ...overrides };
   return { cfg: loadConfig(env), env };
+}
+
+/**
+ * Drops and recreates the run's own Postgres and ClickHouse databases (both named `name`, as in
+ * `cfg`) and migrates them; `adminUrl` is a Postgres URL of another database to do it from.
+ */
+export async function freshDatabases(adminUrl: string, cfg: Config, name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const ch = createCh(cfg, null);
+  await ch.command({ query: `DROP DATABASE IF EXISTS ${name}` });
+  const db = createDb(cfg, 2);
+  await migratePostgres(db);
+  await db.end();
+  await migrateClickhouse(serverExecutor(ch), name);
+  await ch.close();
 }
 
 export function percentile(sorted: number[], p: number): number {

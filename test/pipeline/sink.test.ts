@@ -38,6 +38,18 @@ const group = () => `sink-test-${randomUUID()}`;
 const HOUR_MS = 3_600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The test's dead-letter topic from the beginning, once it holds at least `n` messages. */
+async function deadLetters(n: number): Promise<KafkaMessage[]> {
+  const dlq: KafkaMessage[] = [];
+  const reader = h.kafka.consumer({ groupId: group(), maxWaitTimeInMs: 100 });
+  await reader.connect();
+  await reader.subscribe({ topic: h.topics.deadLetter, fromBeginning: true });
+  await reader.run({ eachMessage: async ({ message }) => void dlq.push(message) });
+  await waitFor(`${n} dead letters`, async () => dlq.length >= n);
+  await reader.disconnect();
+  return dlq;
+}
+
 /** A mix of readings, entries, exits and device sightings over the last two hours. */
 function workload(t: { operatorId: string; venueIds: string[] }, n: number, end = Date.now()): CanonicalEvent[] {
   return Array.from({ length: n }, (_, i) => {
@@ -171,13 +183,7 @@ describe('events sink', () => {
       await s.stop();
     }
 
-    const dlq: KafkaMessage[] = [];
-    const reader = h.kafka.consumer({ groupId: group(), maxWaitTimeInMs: 100 });
-    await reader.connect();
-    await reader.subscribe({ topic: h.topics.deadLetter, fromBeginning: true });
-    await reader.run({ eachMessage: async ({ message }) => void dlq.push(message) });
-    await waitFor('4 dead letters', async () => dlq.length >= 4);
-    await reader.disconnect();
+    const dlq = await deadLetters(4);
 
     expect(dlq.map((m) => m.value!.toString()).sort()).toEqual(poison.map((p) => p.raw).sort());
     const header = (m: KafkaMessage, name: string) => m.headers![name]!.toString();
@@ -214,13 +220,7 @@ describe('events sink', () => {
     } finally {
       await s.stop();
     }
-    const dlq: KafkaMessage[] = [];
-    const reader = h.kafka.consumer({ groupId: group(), maxWaitTimeInMs: 100 });
-    await reader.connect();
-    await reader.subscribe({ topic: h.topics.deadLetter, fromBeginning: true });
-    await reader.run({ eachMessage: async ({ message }) => void dlq.push(message) });
-    await waitFor('2 dead letters', async () => dlq.length >= 2);
-    await reader.disconnect();
+    const dlq = await deadLetters(2);
     const byIndex = new Map(dlq.map((m) => [m.headers![DLQ_HEADERS.index]!.toString(), m]));
     expect([...byIndex.keys()].sort()).toEqual(['2', '4']);
     // Each letter is the element alone, so replaying it cannot repeat the stored ones.
