@@ -13,6 +13,7 @@ import {
   type LogEntry,
   type RetryOptions,
 } from 'kafkajs';
+import { createRequire } from 'node:module';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
 import { alarmTopicName, derivedTopicNames, topicNames, type Topics } from './events.js';
@@ -42,14 +43,20 @@ const BOUNDED_RETRIES_WARNING = 'Limiting retries for the idempotent producer ma
 export const TRANSACTIONAL_RETRY: RetryOptions = { retries: 10, initialRetryTime: 20, maxRetryTime: 2000 };
 
 /**
- * kafkajs logs every error response as an error, also those our code waits out: a topic just
- * created and not yet known to the broker asked (createMissingTopics, subscribeWhenKnown) and a
- * transaction begun before the previous commit's markers were written (retried). Those are debug.
+ * kafkajs logs every error response as an error, also the retriable ones it retries itself: a topic
+ * just created and not yet known to the broker asked or without a leader yet, a coordinator still
+ * loading on a fresh broker, a transaction begun before the previous commit's markers were written.
+ * Those are debug: when kafkajs gives up, the error reaches our code, which logs it. kafkajs logs
+ * only the error's text, so the retriable texts come from its own error table.
  */
+const RETRIABLE_ERRORS = new Set(
+  (createRequire(import.meta.url)('kafkajs/src/protocol/error.js') as { errorCodes: { message: string; retriable?: boolean }[] }).errorCodes
+    .filter((e) => e.retriable)
+    .map((e) => e.message),
+);
+
 function expectedResponse(message: string, error: unknown): boolean {
-  if (!message.startsWith('Response ')) return false;
-  const text = String(error ?? '');
-  return /does not host this topic-partition|concurrent operation on the same transaction/.test(text);
+  return message.startsWith('Response ') && RETRIABLE_ERRORS.has(String(error));
 }
 
 export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIENT_ID, retry: RetryOptions = { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 }): Kafka {

@@ -14,6 +14,7 @@ async function freePort(): Promise<number> {
 interface LogLine {
   level: number;
   msg: string;
+  error?: string;
 }
 
 /** Starts an app, collects its JSON log until `ready` is logged, stops it with SIGTERM and returns every line. */
@@ -46,7 +47,7 @@ async function startAndStop(entry: string, ready: string, env: Record<string, st
 }
 
 // pino levels: 40 warn, 50 error, 60 fatal.
-const warnings = (lines: LogLine[]) => lines.filter((l) => l.level >= 40).map((l) => l.msg);
+const warnings = (lines: LogLine[]) => lines.filter((l) => l.level >= 40).map((l) => (l.error ? `${l.msg}: ${l.error}` : l.msg));
 
 describe('start-up with a correct configuration', () => {
   it('the api, the pipeline and the edge log no warning or error from start to a clean stop', async () => {
