@@ -74,17 +74,24 @@ export interface StoredIdsQuery {
 
 const uuidList = (ids: string[]) => raw(ids.length ? ids.map((id) => `toUUID(${literal(id)})`).join(', ') : "toUUID('00000000-0000-0000-0000-000000000000')");
 
+/**
+ * The candidate ids as one string split server-side: ClickHouse parses a list of thousands of
+ * `toUUID('…')` constants slower than it runs the lookup itself (about 40 of 90 ms for 2,000 ids).
+ */
+const uuidSet = (ids: string[]) =>
+  ids.length ? chsql`SELECT toUUID(arrayJoin(splitByChar(',', ${ids.join(',')})))` : raw("SELECT toUUID('00000000-0000-0000-0000-000000000000')");
+
 export function storedEventIdsSql(q: StoredIdsQuery): ChSql {
   // Operator, venue and time are the table's key prefix: only the candidates' venues and minutes
-  // are read. The ids compare as UUIDs (a hash set of constants), not as a string per row.
+  // are read. The ids compare as UUIDs (a hash set), not as a string per row.
   return chsql`SELECT DISTINCT toString(event_id) AS id FROM events
                 WHERE operator_id IN (${uuidList(q.operatorIds)}) AND venue_id IN (${uuidList(q.venueIds)})
                   AND ts >= toDateTime(${q.fromTs}, 'UTC') AND ts <= toDateTime(${q.toTs}, 'UTC')
-                  AND event_id IN (${uuidList(q.ids)})`;
+                  AND event_id IN (${uuidSet(q.ids)})`;
 }
 
-/** Ids per lookup: 2,000 `toUUID('…')` are about 100 KB, well inside ClickHouse's 256 KiB max_query_size. */
-export const STORED_IDS_CHUNK = 2_000;
+/** Ids per lookup: 5,000 ids of 37 characters are 185 KB, inside ClickHouse's 256 KiB max_query_size. */
+export const STORED_IDS_CHUNK = 5_000;
 
 /**
  * Which of the event ids are already stored; a re-delivered event keeps its event time. Looked up
