@@ -25,7 +25,8 @@ function fromPostgres(err: unknown): AppError | undefined {
 }
 
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', '57P01', '57P02', '57P03']);
-const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|the database system is (starting up|shutting down)/;
+// pg answers a query on a client whose connection already broke with the last of these.
+const UNREACHABLE_MESSAGES = /Connection terminated|encountered a connection error and is not queryable|timeout exceeded when trying to connect|the database system is (starting up|shutting down)/;
 
 /**
  * An engine that cannot be reached (Postgres or ClickHouse stopped or restarting, a connection cut):
