@@ -43,10 +43,10 @@ const BOUNDED_RETRIES_WARNING = 'Limiting retries for the idempotent producer ma
 export const TRANSACTIONAL_RETRY: RetryOptions = { retries: 10, initialRetryTime: 20, maxRetryTime: 2000 };
 
 /**
- * kafkajs logs every error response as an error, also the retriable ones it retries itself: a topic
- * just created and not yet known to the broker asked or without a leader yet, a coordinator still
- * loading on a fresh broker, a transaction begun before the previous commit's markers were written.
- * Those are debug: when kafkajs gives up, the error reaches our code, which logs it. kafkajs logs
+ * kafkajs logs every error response, and every send it retries, as an error, also those failing
+ * with a retriable error it waits out itself: a topic just created and not yet known to the broker
+ * asked or without a leader yet, a coordinator still loading on a fresh broker, a transaction begun
+ * before the previous commit's markers were written. Those are debug: when kafkajs gives up, the error reaches our code, which logs it. kafkajs logs
  * only the error's text, so the retriable texts come from its own error table.
  */
 const RETRIABLE_ERRORS = new Set(
@@ -55,7 +55,10 @@ const RETRIABLE_ERRORS = new Set(
     .map((e) => e.message),
 );
 
-function expectedResponse(message: string, error: unknown): boolean {
+const RETRIED_SEND = 'Failed to send messages: ';
+
+function retriedByKafkajs(message: string, error: unknown): boolean {
+  if (message.startsWith(RETRIED_SEND)) return RETRIABLE_ERRORS.has(message.slice(RETRIED_SEND.length));
   return message.startsWith('Response ') && RETRIABLE_ERRORS.has(String(error));
 }
 
@@ -73,7 +76,7 @@ export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIEN
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
         if (message === BOUNDED_RETRIES_WARNING) return;
-        kafkaLog[expectedResponse(message, rest.error) ? 'debug' : (levels[level] ?? 'info')](rest, message);
+        kafkaLog[retriedByKafkajs(message, rest.error) ? 'debug' : (levels[level] ?? 'info')](rest, message);
       },
   });
 }

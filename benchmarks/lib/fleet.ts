@@ -52,9 +52,16 @@ export interface FleetOptions {
    * (the sink keeps the first of each): no 409 while a dead instance's key is in flight.
    */
   idempotencyKeys?: boolean;
+  /**
+   * Distinct devices the sightings come from, over the whole fleet (each a recurring visitor);
+   * 0 or absent: every sighting is a device never seen before (the heaviest case for the visits
+   * processor's state).
+   */
+  devices?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const poolMac = (d: number) => `06:${[d >> 24, d >> 16, d >> 8, d, 0].map((b) => (b & 0xff).toString(16).padStart(2, '0')).join(':')}`;
 
 export class Fleet {
   readonly stats: FleetStats = {
@@ -106,7 +113,7 @@ export class Fleet {
         newest = { ts, value };
         return { ...base, type: 'occupancy', payload: { space_id: 'spc_1', occupancy: value } };
       }
-      const mac = `02:${[n >> 16, n >> 8, n, i >> 8, i].map((b) => (b & 0xff).toString(16).padStart(2, '0')).join(':')}`;
+      const mac = this.opts.devices ? poolMac((n * this.opts.batchSize + i) % this.opts.devices) : `02:${[n >> 16, n >> 8, n, i >> 8, i].map((b) => (b & 0xff).toString(16).padStart(2, '0')).join(':')}`;
       return { ...base, type: 'device_seen', payload: { clientMac: mac, rssi: 30, radio: 'WiFi' } };
     });
     return { tenant, body: JSON.stringify({ venue_id: tenant.venueId, connector_type: tenant.kind === 'occupancy' ? 'density' : 'meraki', events }), newest };
