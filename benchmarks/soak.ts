@@ -27,6 +27,8 @@ const { values: args } = parseArgs({
     // Recurring visitors, so the visits state reaches its steady size within the 17-minute gap; 0:
     // every sighting a new device (the state then grows with the rate for 17 minutes).
     devices: { type: 'string', default: '100000' },
+    // Pipeline processes: each takes a share of every group's partitions (how the pipeline scales).
+    pipelines: { type: 'string', default: '1' },
     'sample-seconds': { type: 'string', default: '60' },
   },
 });
@@ -64,9 +66,15 @@ console.log(`soak  ${MINUTES} min at ${RATE} events/s (half of the measured ${me
 
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak');
 
+const PIPELINES = Number(args.pipelines);
 const procs = {
   api: startProcess('api', 'dist/apps/api/main.js', env),
-  pipeline: startProcess('pipeline', 'dist/apps/pipeline/main.js', env),
+  ...Object.fromEntries(
+    Array.from({ length: PIPELINES }, (_, i) => {
+      const name = PIPELINES > 1 ? `pipeline-${i + 1}` : 'pipeline';
+      return [name, startProcess(name, 'dist/apps/pipeline/main.js', { ...env, PIPELINE_INSTANCE_ID: String(i) })];
+    }),
+  ),
   edge: startProcess('edge', 'dist/apps/edge/main.js', env),
 };
 process.on('exit', () => {
@@ -139,7 +147,7 @@ while (Date.now() < deadline) {
     minute: round((samples.length + 1) * (SAMPLE_MS / 60_000), 2),
     accepted: fleet.stats.eventsAccepted,
     pushes,
-    rssMb: { api: rssMb(procs.api.child.pid), pipeline: rssMb(procs.pipeline.child.pid), edge: rssMb(procs.edge.child.pid) },
+    rssMb: Object.fromEntries(Object.entries(procs).map(([name, p]) => [name, rssMb(p.child.pid)])),
     lag: {
       sink: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.sink.events`).catch(() => NaN),
       occupancy: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.occupancy`).catch(() => NaN),
@@ -165,7 +173,7 @@ const result = {
   benchmark: 'soak',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { minutes: MINUTES, offeredEventsPerSec: RATE, measuredMaxEventsPerSec: measuredMax, devices: Number(args.devices) || 'every sighting new', subscribers: sockets.length, sampleSeconds: SAMPLE_MS / 1000 },
+  settings: { minutes: MINUTES, offeredEventsPerSec: RATE, measuredMaxEventsPerSec: measuredMax, devices: Number(args.devices) || 'every sighting new', pipelines: PIPELINES, subscribers: sockets.length, sampleSeconds: SAMPLE_MS / 1000 },
   totals: { accepted: fleet.stats.eventsAccepted, refusals: fleet.stats.refusals, violations: fleet.stats.violations.length, pushes },
   rssGrowthPercentAfterWarmUp: growth,
   rssGoalMet: Object.values(growth).every((g) => g < 10),

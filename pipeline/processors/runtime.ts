@@ -177,6 +177,9 @@ export class ProcessorRuntime<S> {
       sessionTimeout: this.opts.sessionTimeoutMs ?? 10_000,
       heartbeatInterval: 1_000,
       maxWaitTimeInMs: 250,
+      // Each fetched batch is one transaction: a request's message is up to half a MB, and at
+      // kafkajs's 1 MB default the commits, not the processing, bounded a processor's rate.
+      maxBytesPerPartition: 4 * 1024 * 1024,
       readUncommitted: false,
       partitionAssigners: [coPartitioned],
       retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
