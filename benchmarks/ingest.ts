@@ -26,6 +26,7 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '0' },
     'new-devices': { type: 'string', default: '0.1' },
     apis: { type: 'string', default: '1' },
+    pipelines: { type: 'string', default: '1' },
     out: { type: 'string' },
   },
 });
@@ -40,6 +41,8 @@ const NEW_DEVICES = Number(args['new-devices']);
 const DEVICE_POOL = 2000;
 /** Api instances; the clients spread their requests over them, as the front door does. */
 const APIS = Number(args.apis);
+/** Pipeline processes; each takes a share of every consumer group's partitions (how the pipeline scales out). */
+const PIPELINES = Number(args.pipelines);
 
 const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { quiet: boolean }) => Promise<unknown> };
 await up({ quiet: true });
@@ -61,7 +64,7 @@ const { cfg, env } = benchConfig({
   API_PORT: String(API_PORT),
 });
 
-console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}, ${APIS} api instance(s), ${NEW_DEVICES * 100} % new devices`);
+console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}, ${APIS} api instance(s), ${PIPELINES} pipeline process(es), ${NEW_DEVICES * 100} % new devices`);
 
 // Fresh databases for the run.
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_bench');
@@ -103,15 +106,17 @@ const apis = Array.from({ length: APIS }, (_, i) =>
 );
 // The processors log their state size (entries held) when they stop: read from the pipeline's log.
 const processorState: Record<string, number> = {};
-const pipeline = startProcess('pipeline', 'dist/apps/pipeline/main.js', { ...env, LOG_LEVEL: 'info' }, (line) => {
-  if (!line.includes('"processor stopped"')) return;
-  try {
-    const entry = JSON.parse(line) as { processor?: string; stats?: { stateEntries?: number } };
-    if (entry.processor) processorState[entry.processor] = entry.stats?.stateEntries ?? NaN;
-  } catch {
-    // not a JSON log line: nothing to read
-  }
-});
+const pipelines = Array.from({ length: PIPELINES }, (_, i) =>
+  startProcess(PIPELINES > 1 ? `pipeline-${i + 1}` : 'pipeline', 'dist/apps/pipeline/main.js', { ...env, LOG_LEVEL: 'info', PIPELINE_INSTANCE_ID: String(i), ...(i > 0 ? { PIPELINE_METRICS_PORT: '0' } : {}) }, (line) => {
+    if (!line.includes('"processor stopped"')) return;
+    try {
+      const entry = JSON.parse(line) as { processor?: string; stats?: { stateEntries?: number } };
+      if (entry.processor) processorState[entry.processor] = (processorState[entry.processor] ?? 0) + (entry.stats?.stateEntries ?? NaN);
+    } catch {
+      // not a JSON log line: nothing to read
+    }
+  }),
+);
 const base = `http://127.0.0.1:${API_PORT}`;
 const bases = apis.map((_, i) => `http://127.0.0.1:${API_PORT + i}`);
 for (const b of bases) await waitFor('api', async () => (await fetch(`${b}/health`)).ok);
@@ -186,7 +191,7 @@ const statusCounts: Record<number, number> = {};
 const apiCpu = () => apis.reduce((n, a) => n + cpuOf(a.child.pid), 0);
 const cpuNow = () => ({
   api: apiCpu(),
-  pipeline: cpuOf(pipeline.child.pid),
+  pipeline: pipelines.reduce((n, p) => n + cpuOf(p.child.pid), 0),
   kafka: cpuOf(pidFile('kafka/kafka.pid')),
   clickhouse: cpuOf(pidFile('clickhouse/clickhouse-server.pid')),
   benchClient: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
@@ -292,7 +297,7 @@ const rssMb = (pid: number | undefined) => {
     return NaN;
   }
 };
-const pipelineRssMb = rssMb(pipeline.child.pid);
+const pipelineRssMb = pipelines.reduce((n, p) => n + rssMb(p.child.pid), 0);
 const cpuAfterCatchUp = cpuNow();
 
 /**
@@ -323,7 +328,7 @@ async function serverSide() {
 const server = await serverSide();
 
 for (const a of apis) await a.stop();
-await pipeline.stop();
+for (const p of pipelines) await p.stop();
 await chBench.close();
 
 latencies.sort((a, b) => a - b);
@@ -333,7 +338,7 @@ const result = {
   benchmark: 'ingest',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, offeredEventsPerSec: RATE || 'unpaced', rateLimits: cfg.RATE_LIMITS_ENABLED, apiInstances: APIS, newDeviceShare: NEW_DEVICES },
+  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, offeredEventsPerSec: RATE || 'unpaced', rateLimits: cfg.RATE_LIMITS_ENABLED, apiInstances: APIS, pipelineInstances: PIPELINES, newDeviceShare: NEW_DEVICES },
   ingest: {
     acceptedEvents: accepted,
     rejectedEvents: rejected,

@@ -93,16 +93,33 @@ export function storedEventIdsSql(q: StoredIdsQuery): ChSql {
 /** Ids per lookup: 5,000 ids of 37 characters are 185 KB, inside ClickHouse's 256 KiB max_query_size. */
 export const STORED_IDS_CHUNK = 5_000;
 
+/** A candidate: an event id with where and when it belongs (a re-delivered event keeps its event time). */
+export type StoredIdCandidate = Pick<EventRow, 'event_id' | 'operator_id' | 'venue_id' | 'ts'>;
+
 /**
- * Which of the event ids are already stored; a re-delivered event keeps its event time. Looked up
- * in chunks: a sink batch of thousands of derived ids (every event of a connector sending
- * `event_id`s) would otherwise exceed max_query_size and fail on every retry.
+ * Which of the candidates' event ids are already stored. Looked up in chunks (a sink batch of
+ * thousands of derived ids would otherwise exceed max_query_size and fail on every retry), each
+ * chunk a run of one venue's candidates in time order, so it reads only that venue's minutes. Cut
+ * any other way, every chunk read the whole batch's venues and time range again: a sink that had
+ * fallen behind took larger batches, and each of their events cost more to check.
  */
-export async function storedEventIds(ch: Ch, q: StoredIdsQuery): Promise<Set<string>> {
+export async function storedEventIds(ch: Ch, candidates: StoredIdCandidate[]): Promise<Set<string>> {
+  const sorted = [...candidates].sort((a, b) => (a.venue_id < b.venue_id ? -1 : a.venue_id > b.venue_id ? 1 : a.ts - b.ts));
   const stored = new Set<string>();
-  for (let i = 0; i < q.ids.length; i += STORED_IDS_CHUNK) {
-    const rows = await chRows<{ id: string }>(ch, storedEventIdsSql({ ...q, ids: q.ids.slice(i, i + STORED_IDS_CHUNK) }));
-    for (const r of rows) stored.add(r.id);
+  for (let i = 0; i < sorted.length; i += STORED_IDS_CHUNK) {
+    const chunk = sorted.slice(i, i + STORED_IDS_CHUNK);
+    const query: StoredIdsQuery = {
+      ids: [...new Set(chunk.map((c) => c.event_id))],
+      operatorIds: [...new Set(chunk.map((c) => c.operator_id))],
+      venueIds: [...new Set(chunk.map((c) => c.venue_id))],
+      fromTs: chunk[0]!.ts,
+      toTs: chunk[0]!.ts,
+    };
+    for (const c of chunk) {
+      if (c.ts < query.fromTs) query.fromTs = c.ts;
+      if (c.ts > query.toTs) query.toTs = c.ts;
+    }
+    for (const r of await chRows<{ id: string }>(ch, storedEventIdsSql(query))) stored.add(r.id);
   }
   return stored;
 }

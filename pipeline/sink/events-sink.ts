@@ -33,19 +33,7 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
       const derived = rows.filter((r) => r.event_id[14] !== '4');
       const again = new Set<EventRow>();
       if (derived.length === 0) return again;
-      let fromTs = Infinity;
-      let toTs = 0;
-      for (const r of derived) {
-        fromTs = Math.min(fromTs, r.ts);
-        toTs = Math.max(toTs, r.ts);
-      }
-      const seen = await storedEventIds(ch, {
-        ids: [...new Set(derived.map((r) => r.event_id))],
-        operatorIds: [...new Set(derived.map((r) => r.operator_id))],
-        venueIds: [...new Set(derived.map((r) => r.venue_id))],
-        fromTs,
-        toTs,
-      });
+      const seen = await storedEventIds(ch, derived);
       for (const r of derived) {
         if (seen.has(r.event_id)) again.add(r);
         else seen.add(r.event_id);
