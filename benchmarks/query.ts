@@ -236,6 +236,21 @@ function chunkSql(v: LoadedVenue, partition: number, total: number, off: number,
       )`;
 }
 
+/**
+ * The `occupancy` key is served from the occupancy processor's updates, not from the events'
+ * readings (those are `occupancy_reported`): one whole-venue update per counting event, the
+ * figure it carries, as the processor writes them.
+ */
+function occupancyUpdatesSql(v: LoadedVenue): ChSql {
+  return chsql`
+    INSERT INTO ${raw(DB)}.occupancy_updates (operator_id, venue_id, zone_id, ts, ts_ms, local_day, value, capacity, percent, reason, clamped,
+                                              retention_days, kafka_topic, kafka_partition, kafka_offset)
+    SELECT operator_id, venue_id, '', ts, ts_ms, local_day, metric_values[indexOf(metric_names, 'occupancy')], NULL, NULL,
+           if(event_type = 'occupancy', 'count', 'flow'), 0, retention_days, kafka_topic, kafka_partition, kafka_offset
+      FROM ${raw(DB)}.events
+     WHERE operator_id = toUUID(${v.operatorId}) AND venue_id = toUUID(${v.id}) AND has(metric_names, 'occupancy')`;
+}
+
 async function load(venues: LoadedVenue[], endSec: number): Promise<{ seconds: number; events: number }> {
   const spanSec = DAYS * 86_400;
   const startSec = endSec - spanSec;
@@ -251,6 +266,7 @@ async function load(venues: LoadedVenue[], endSec: number): Promise<{ seconds: n
       const s = (performance.now() - t0) / 1000;
       console.log(`  ${v.name}: ${off + len}/${total} events (${round(len / s / 1000, 0)}k/s); ${done}/${EVENTS} in ${round((performance.now() - started) / 1000)} s`);
     }
+    await loader.command({ query: occupancyUpdatesSql(v).text });
   }
   return { seconds: (performance.now() - started) / 1000, events: done };
 }
@@ -356,12 +372,21 @@ async function timeSql(client: Ch, statement: ChSql, iterations: number, warmup:
 
 const RAW_AGG: Record<Aggregation, string> = { AVG: 'sum(v) / count()', SUM: 'sum(v)', MIN: 'min(v)', MAX: 'max(v)', COUNT: 'count()' };
 
-/** The same question of the raw table: every metric of every event in range, bucketed and aggregated at query time. */
+/**
+ * The same question of the raw tables, bucketed and aggregated at query time: every metric of every
+ * event in range, and for `occupancy` the occupancy updates (the processor's raw output).
+ */
 function rawSeriesSql(q: EpochSeriesQuery): ChSql {
-  return chsql`SELECT k AS key, toUInt32(intDiv(toUInt32(ts), ${q.bucketSec}) * ${q.bucketSec}) AS t, toFloat64(${raw(RAW_AGG[q.agg])}) AS value
-                 FROM events ARRAY JOIN metric_names AS k, metric_values AS v
-                WHERE operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId})
-                  AND ts >= toDateTime(${q.fromSec}, 'UTC') AND ts < toDateTime(${q.toSec}, 'UTC') AND has(${q.keys}, k)
+  return chsql`SELECT key, toUInt32(intDiv(toUInt32(ts), ${q.bucketSec}) * ${q.bucketSec}) AS t, toFloat64(${raw(RAW_AGG[q.agg])}) AS value
+                 FROM (SELECT k AS key, ts, v
+                         FROM events ARRAY JOIN metric_names AS k, metric_values AS v
+                        WHERE operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId})
+                          AND ts >= toDateTime(${q.fromSec}, 'UTC') AND ts < toDateTime(${q.toSec}, 'UTC') AND has(${q.keys}, k) AND k != 'occupancy'
+                       UNION ALL
+                       SELECT 'occupancy' AS key, ts, value AS v
+                         FROM occupancy_updates
+                        WHERE operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId}) AND zone_id = ''
+                          AND ts >= toDateTime(${q.fromSec}, 'UTC') AND ts < toDateTime(${q.toSec}, 'UTC') AND has(${q.keys}, 'occupancy'))
                 GROUP BY key, t ORDER BY key, t`;
 }
 

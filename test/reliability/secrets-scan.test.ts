@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createReadStream, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chRows, chsql, createCh, raw, type Ch } from '../../clickhouse/client.js';
@@ -266,7 +266,8 @@ function stackLogs(dir: string, topicPrefix: string): string[] {
       continue;
     }
     if (stat.isDirectory()) {
-      if (path.endsWith(join('kafka', 'data'))) {
+      // Kafka's data directories, of the single broker and of the cluster's nodes.
+      if (name === 'data' && /kafka/.test(relative(repoPath('.stack'), dir))) {
         for (const part of readdirSync(path)) if (part.startsWith(topicPrefix)) out.push(...stackLogs(join(path, part), topicPrefix));
         continue;
       }
