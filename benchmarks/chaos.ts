@@ -346,5 +346,5 @@ const path = writeResult(BROKERS === 3 ? 'chaos-cluster' : 'chaos', {
   faults: results,
   ok: healthy,
 });
-console.log(`\n${healthy ? "every fault survived" : "SOME FAULTS FAILED"}; written to ${path}; process logs in ${LOG_DIR}`);
+console.log(`\n${healthy ? 'every fault survived' : 'SOME FAULTS FAILED'}; written to ${path}; process logs in ${LOG_DIR}`);
 process.exit(healthy ? 0 : 1);

@@ -14,7 +14,7 @@ import { createCh, chRows, chsql } from '../clickhouse/client.js';
 import { repoPath } from '../lib/paths.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
-import { benchConfig, freshDatabases, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, freshDatabases, machine, percentile, round, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -104,19 +104,18 @@ const pidFile = (p: string) => Number(readFileSync(repoPath('.stack', p), 'utf8'
 const apis = Array.from({ length: APIS }, (_, i) =>
   startProcess(APIS > 1 ? `api-${i + 1}` : 'api', 'dist/apps/api/main.js', { ...env, API_PORT: String(API_PORT + i), API_METRICS_PORT: String(API_METRICS_PORT + i) }),
 );
-// The processors log their state size (entries held) when they stop: read from the pipeline's log.
+// The processors log their state size (entries held) when they stop: read from the pipelines' logs
+// (with several pipelines, per process: one that stops last may have taken over others' partitions).
 const processorState: Record<string, number> = {};
-const pipelines = Array.from({ length: PIPELINES }, (_, i) =>
-  startProcess(PIPELINES > 1 ? `pipeline-${i + 1}` : 'pipeline', 'dist/apps/pipeline/main.js', { ...env, LOG_LEVEL: 'info', PIPELINE_INSTANCE_ID: String(i), ...(i > 0 ? { PIPELINE_METRICS_PORT: '0' } : {}) }, (line) => {
-    if (!line.includes('"processor stopped"')) return;
-    try {
-      const entry = JSON.parse(line) as { processor?: string; stats?: { stateEntries?: number } };
-      if (entry.processor) processorState[entry.processor] = (processorState[entry.processor] ?? 0) + (entry.stats?.stateEntries ?? NaN);
-    } catch {
-      // not a JSON log line: nothing to read
-    }
-  }),
-);
+const pipelines = startPipelines(PIPELINES, { ...env, LOG_LEVEL: 'info' }, (name, line) => {
+  if (!line.includes('"processor stopped"')) return;
+  try {
+    const entry = JSON.parse(line) as { processor?: string; stats?: { stateEntries?: number } };
+    if (entry.processor) processorState[PIPELINES > 1 ? `${name}.${entry.processor}` : entry.processor] = entry.stats?.stateEntries ?? NaN;
+  } catch {
+    // not a JSON log line: nothing to read
+  }
+});
 const base = `http://127.0.0.1:${API_PORT}`;
 const bases = apis.map((_, i) => `http://127.0.0.1:${API_PORT + i}`);
 for (const b of bases) await waitFor('api', async () => (await fetch(`${b}/health`)).ok);

@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, freshDatabases, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, freshDatabases, machine, percentile, round, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, type FleetTenant } from './lib/fleet.js';
 
 const { values: args } = parseArgs({
@@ -66,15 +66,9 @@ console.log(`soak  ${MINUTES} min at ${RATE} events/s (half of the measured ${me
 
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak');
 
-const PIPELINES = Number(args.pipelines);
 const procs = {
   api: startProcess('api', 'dist/apps/api/main.js', env),
-  ...Object.fromEntries(
-    Array.from({ length: PIPELINES }, (_, i) => {
-      const name = PIPELINES > 1 ? `pipeline-${i + 1}` : 'pipeline';
-      return [name, startProcess(name, 'dist/apps/pipeline/main.js', { ...env, PIPELINE_INSTANCE_ID: String(i) })];
-    }),
-  ),
+  ...Object.fromEntries(startPipelines(Number(args.pipelines), env).map((p) => [p.name, p])),
   edge: startProcess('edge', 'dist/apps/edge/main.js', env),
 };
 process.on('exit', () => {
@@ -173,7 +167,7 @@ const result = {
   benchmark: 'soak',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { minutes: MINUTES, offeredEventsPerSec: RATE, measuredMaxEventsPerSec: measuredMax, devices: Number(args.devices) || 'every sighting new', pipelines: PIPELINES, subscribers: sockets.length, sampleSeconds: SAMPLE_MS / 1000 },
+  settings: { minutes: MINUTES, offeredEventsPerSec: RATE, measuredMaxEventsPerSec: measuredMax, devices: Number(args.devices) || 'every sighting new', pipelines: Number(args.pipelines), subscribers: sockets.length, sampleSeconds: SAMPLE_MS / 1000 },
   totals: { accepted: fleet.stats.eventsAccepted, refusals: fleet.stats.refusals, violations: fleet.stats.violations.length, pushes },
   rssGrowthPercentAfterWarmUp: growth,
   rssGoalMet: Object.values(growth).every((g) => g < 10),

@@ -46,8 +46,9 @@ export const TRANSACTIONAL_RETRY: RetryOptions = { retries: 10, initialRetryTime
  * kafkajs logs every error response, and every send it retries, as an error, also those failing
  * with a retriable error it waits out itself: a topic just created and not yet known to the broker
  * asked or without a leader yet, a coordinator still loading on a fresh broker, a transaction begun
- * before the previous commit's markers were written. Those are debug: when kafkajs gives up, the error reaches our code, which logs it. kafkajs logs
- * only the error's text, so the retriable texts come from its own error table.
+ * before the previous commit's markers were written. Those are debug: when kafkajs gives up, the
+ * error reaches our code, which logs it. kafkajs logs only the error's text, so the retriable texts
+ * come from its own error table.
  */
 const RETRIABLE_ERRORS = new Set(
   (createRequire(import.meta.url)('kafkajs/src/protocol/error.js') as { errorCodes: { message: string; retriable?: boolean }[] }).errorCodes

@@ -61,7 +61,8 @@ export interface FleetOptions {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const poolMac = (d: number) => `06:${[d >> 24, d >> 16, d >> 8, d, 0].map((b) => (b & 0xff).toString(16).padStart(2, '0')).join(':')}`;
+/** A locally administered MAC (first octet `prefix`) from five more bytes (each number's low 8 bits). */
+const mac = (prefix: string, bytes: number[]) => `${prefix}:${bytes.map((b) => (b & 0xff).toString(16).padStart(2, '0')).join(':')}`;
 
 export class Fleet {
   readonly stats: FleetStats = {
@@ -113,8 +114,9 @@ export class Fleet {
         newest = { ts, value };
         return { ...base, type: 'occupancy', payload: { space_id: 'spc_1', occupancy: value } };
       }
-      const mac = this.opts.devices ? poolMac((n * this.opts.batchSize + i) % this.opts.devices) : `02:${[n >> 16, n >> 8, n, i >> 8, i].map((b) => (b & 0xff).toString(16).padStart(2, '0')).join(':')}`;
-      return { ...base, type: 'device_seen', payload: { clientMac: mac, rssi: 30, radio: 'WiFi' } };
+      const d = this.opts.devices ? (n * this.opts.batchSize + i) % this.opts.devices : 0;
+      const clientMac = this.opts.devices ? mac('06', [d >> 24, d >> 16, d >> 8, d, 0]) : mac('02', [n >> 16, n >> 8, n, i >> 8, i]);
+      return { ...base, type: 'device_seen', payload: { clientMac, rssi: 30, radio: 'WiFi' } };
     });
     return { tenant, body: JSON.stringify({ venue_id: tenant.venueId, connector_type: tenant.kind === 'occupancy' ? 'density' : 'meraki', events }), newest };
   }

@@ -35,6 +35,23 @@ export async function freshDatabases(adminUrl: string, cfg: Config, name: string
   await ch.close();
 }
 
+/**
+ * `count` pipeline processes (`pipeline`, or `pipeline-1`, `pipeline-2`, …), each with its own
+ * `PIPELINE_INSTANCE_ID` (its processors' transactional ids) and only the first serving metrics:
+ * each takes a share of every consumer group's partitions, which is how the pipeline scales out.
+ */
+export function startPipelines(
+  count: number,
+  env: Record<string, string>,
+  onStdoutLine?: (name: string, line: string) => void,
+): Array<{ name: string } & ReturnType<typeof startProcess>> {
+  return Array.from({ length: count }, (_, i) => {
+    const name = count > 1 ? `pipeline-${i + 1}` : 'pipeline';
+    const procEnv = { ...env, PIPELINE_INSTANCE_ID: String(i), ...(i > 0 ? { PIPELINE_METRICS_PORT: '0' } : {}) };
+    return { name, ...startProcess(name, 'dist/apps/pipeline/main.js', procEnv, onStdoutLine && ((line) => onStdoutLine(name, line))) };
+  });
+}
+
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
