@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createCh, chRows, chsql } from '../clickhouse/client.js';
 import { repoPath } from '../lib/paths.js';
+import { derivedTopicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { benchConfig, freshDatabases, machine, percentile, round, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
@@ -201,7 +202,9 @@ const cpuSince = (from: ReturnType<typeof cpuNow>, to: ReturnType<typeof cpuNow>
 const kafkaAdmin = createKafka(cfg, createLogger('bench', 'warn'), 'bench-lag').admin();
 await kafkaAdmin.connect();
 const eventsTopic = `${cfg.KAFKA_TOPIC_PREFIX}.events.v1`;
-const topicEnd = async () => new Map((await kafkaAdmin.fetchTopicOffsets(eventsTopic)).map((o) => [o.partition, Number(o.high)]));
+const topicEnd = async (topic = eventsTopic) => new Map((await kafkaAdmin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
+// What each processor reads: connector health reads only the ingest reports (one per request, as the events).
+const inputOf = (processor: string) => (processor === 'health' ? derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports : eventsTopic);
 const endBeforeLoad = await topicEnd();
 const cpuBefore = cpuNow();
 const started = performance.now();
@@ -269,18 +272,20 @@ const drainMs = performance.now() - loadEnded;
 const endAtLoadEnd = await topicEnd();
 const messagesInLoad = [...endAtLoadEnd].reduce((n, [p, end]) => n + end - (endBeforeLoad.get(p) ?? 0), 0);
 const eventsPerMessage = messagesInLoad > 0 ? (accepted + probeEvents) / messagesInLoad : NaN;
-const committedOf = async (groupId: string) => {
-  const [t] = await kafkaAdmin.fetchOffsets({ groupId, topics: [eventsTopic] });
+const committedOf = async (groupId: string, topic: string) => {
+  const [t] = await kafkaAdmin.fetchOffsets({ groupId, topics: [topic] });
   return new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
 };
 const processorLag: Record<string, { lagMessagesAtLoadEnd: number; lagEventsAtLoadEnd: number; catchUpMs: number | null }> = {};
 for (const name of ['occupancy', 'visits', 'health']) {
   const group = `${cfg.KAFKA_TOPIC_PREFIX}.proc.${name}`;
-  const behind = (c: Map<number, number>) => [...endAtLoadEnd].reduce((n, [p, end]) => n + Math.max(0, end - (c.get(p) ?? 0)), 0);
-  const lagAtLoadEnd = behind(await committedOf(group));
+  const input = inputOf(name);
+  const endOfInput = input === eventsTopic ? endAtLoadEnd : await topicEnd(input);
+  const behind = (c: Map<number, number>) => [...endOfInput].reduce((n, [p, end]) => n + Math.max(0, end - (c.get(p) ?? 0)), 0);
+  const lagAtLoadEnd = behind(await committedOf(group, input));
   let catchUpMs: number | null = null;
   while (performance.now() - loadEnded < 300_000) {
-    if (behind(await committedOf(group)) === 0) {
+    if (behind(await committedOf(group, input)) === 0) {
       catchUpMs = round(performance.now() - loadEnded, 0);
       break;
     }

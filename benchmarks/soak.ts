@@ -4,16 +4,18 @@
  * `--rate` overrides) while WebSocket subscribers watch every venue. Every minute: the RSS of each
  * process, the consumer lag of the sink and of each processor group (in events-topic messages: one
  * per ingest request, so `--batch` events each), and the ingest latency
- * percentiles of that minute. Reported: RSS growth after warm-up (goal < 10 %), whether lag stayed
+ * percentiles of that minute, and the CPU share of each process and engine. Reported: RSS growth after warm-up (goal < 10 %), whether lag stayed
  * bounded. Results in benchmarks/results/soak.json.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
+import { derivedTopicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, freshDatabases, machine, percentile, round, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, cpuSecondsOfTree, enginePids, freshDatabases, machine, machineCpu, percentile, round, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, type FleetTenant } from './lib/fleet.js';
 
 const { values: args } = parseArgs({
@@ -30,6 +32,8 @@ const { values: args } = parseArgs({
     // Pipeline processes: each takes a share of every group's partitions (how the pipeline scales).
     pipelines: { type: 'string', default: '1' },
     'sample-seconds': { type: 'string', default: '60' },
+    // A directory for the pipelines' info-level logs (processor stats each minute, rebalances, restores).
+    logs: { type: 'string' },
   },
 });
 const MINUTES = Number(args.minutes);
@@ -66,9 +70,14 @@ console.log(`soak  ${MINUTES} min at ${RATE} events/s (half of the measured ${me
 
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak');
 
+const logDir = args.logs;
+if (logDir) mkdirSync(logDir, { recursive: true });
+const pipelines = logDir
+  ? startPipelines(Number(args.pipelines), { ...env, LOG_LEVEL: 'info' }, (name, line) => appendFileSync(join(logDir, `${name}.log`), line + '\n'))
+  : startPipelines(Number(args.pipelines), env);
 const procs = {
   api: startProcess('api', 'dist/apps/api/main.js', env),
-  ...Object.fromEntries(startPipelines(Number(args.pipelines), env).map((p) => [p.name, p])),
+  ...Object.fromEntries(pipelines.map((p) => [p.name, p])),
   edge: startProcess('edge', 'dist/apps/edge/main.js', env),
 };
 process.on('exit', () => {
@@ -114,9 +123,11 @@ for (const t of tenants) {
 const kafkaAdmin = createKafka(cfg, createLogger('soak', 'warn'), 'soak-lag').admin();
 await kafkaAdmin.connect();
 const eventsTopic = `${cfg.KAFKA_TOPIC_PREFIX}.events.v1`;
-async function lagOf(groupId: string): Promise<number> {
-  const ends = new Map((await kafkaAdmin.fetchTopicOffsets(eventsTopic)).map((o) => [o.partition, Number(o.high)]));
-  const [t] = await kafkaAdmin.fetchOffsets({ groupId, topics: [eventsTopic] });
+const reportsTopic = derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports;
+/** Messages `groupId` has not committed on `topic` (connector health reads the ingest reports, one per request). */
+async function lagOf(groupId: string, topic = eventsTopic): Promise<number> {
+  const ends = new Map((await kafkaAdmin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
+  const [t] = await kafkaAdmin.fetchOffsets({ groupId, topics: [topic] });
   const committed = new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
   return [...ends].reduce((n, [p, end]) => n + Math.max(0, end - (committed.get(p) ?? 0)), 0);
 }
@@ -133,8 +144,19 @@ const deadline = Date.now() + MINUTES * 60_000;
 const load = fleet.ingest(0, () => Date.now() < deadline);
 const samples: Array<Record<string, unknown>> = [];
 let seen = 0;
+// CPU per process over each sample: ours and the engines', and the whole machine's busy share.
+const cpuPids = { ...Object.fromEntries(Object.entries(procs).map(([name, p]) => [name, p.child.pid])), ...enginePids() };
+const cpuNow = () => ({ at: Date.now(), machine: machineCpu(), of: Object.fromEntries(Object.entries(cpuPids).map(([name, pid]) => [name, cpuSecondsOfTree(pid)])) });
+let cpuBefore = cpuNow();
 while (Date.now() < deadline) {
   await new Promise((r) => setTimeout(r, Math.min(SAMPLE_MS, deadline - Date.now())));
+  const cpuAfter = cpuNow();
+  const seconds = (cpuAfter.at - cpuBefore.at) / 1000;
+  const cpuPercent = {
+    machine: round(((cpuAfter.machine.busy - cpuBefore.machine.busy) / (cpuAfter.machine.total - cpuBefore.machine.total)) * 100 * machine().cores, 0),
+    ...Object.fromEntries(Object.keys(cpuPids).map((name) => [name, round(((cpuAfter.of[name]! - cpuBefore.of[name]!) / seconds) * 100, 0)])),
+  };
+  cpuBefore = cpuAfter;
   const waits = fleet.stats.batchWaits.slice(seen).sort((a, b) => a - b);
   seen = fleet.stats.batchWaits.length;
   const sample = {
@@ -146,9 +168,10 @@ while (Date.now() < deadline) {
       sink: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.sink.events`).catch(() => NaN),
       occupancy: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.occupancy`).catch(() => NaN),
       visits: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.visits`).catch(() => NaN),
-      health: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.health`).catch(() => NaN),
+      health: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.health`, reportsTopic).catch(() => NaN),
     },
     latencyMs: { p50: round(percentile(waits, 50)), p95: round(percentile(waits, 95)), p99: round(percentile(waits, 99)) },
+    cpuPercent,
   };
   samples.push(sample);
   console.log(JSON.stringify(sample));

@@ -56,11 +56,22 @@ const RETRIABLE_ERRORS = new Set(
     .map((e) => e.message),
 );
 
+/**
+ * Answers kafkajs handles itself though its table does not call them retriable: a rebalance under
+ * way (it rejoins the group: every start or stop of another member of a group causes one), and a
+ * CreateTopics answer with errors (kafkajs's `createTopics` returns normally when every topic
+ * already exists, which happens when two processes create the same topics at once, and throws
+ * anything else to our code).
+ */
+const HANDLED_ERRORS = new Set(['The group is rebalancing, so a rejoin is needed', 'Topic creation errors']);
+/** kafkajs's own note that it rejoins after a rebalance: how a group with several members works, not a warning. */
+const REJOINING = 'The group is rebalancing, re-joining';
+
 const RETRIED_SEND = 'Failed to send messages: ';
 
 function retriedByKafkajs(message: string, error: unknown): boolean {
   if (message.startsWith(RETRIED_SEND)) return RETRIABLE_ERRORS.has(message.slice(RETRIED_SEND.length));
-  return message.startsWith('Response ') && RETRIABLE_ERRORS.has(String(error));
+  return message.startsWith('Response ') && (RETRIABLE_ERRORS.has(String(error)) || HANDLED_ERRORS.has(String(error)));
 }
 
 export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIENT_ID, retry: RetryOptions = { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 }): Kafka {
@@ -77,7 +88,7 @@ export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIEN
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
         if (message === BOUNDED_RETRIES_WARNING) return;
-        kafkaLog[retriedByKafkajs(message, rest.error) ? 'debug' : (levels[level] ?? 'info')](rest, message);
+        kafkaLog[retriedByKafkajs(message, rest.error) ? 'debug' : message === REJOINING ? 'info' : (levels[level] ?? 'info')](rest, message);
       },
   });
 }

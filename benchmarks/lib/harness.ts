@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import pg from 'pg';
 import { createCh } from '../../clickhouse/client.js';
@@ -119,4 +119,51 @@ export function writeResult(name: string, data: unknown): string {
   const path = repoPath('benchmarks', 'results', `${name}.json`);
   writeFileSync(path, JSON.stringify(data, null, 2) + '\n');
   return path;
+}
+
+const CLOCK_TICKS = 100;
+
+/** CPU seconds (user + system) used so far by `pid` and its direct children (Postgres' backends). */
+export function cpuSecondsOfTree(pid: number | undefined): number {
+  if (!pid) return NaN;
+  const ticks = (stat: string) => {
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]) };
+  };
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const s = ticks(readFileSync(`/proc/${entry}/stat`, 'utf8'));
+      if (Number(entry) === pid || s.ppid === pid) total += s.cpu;
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total / CLOCK_TICKS;
+}
+
+/** The local stack's engine processes (from the pid files `scripts/stack.mjs` writes). */
+export function enginePids(): Record<string, number | undefined> {
+  const first = (file: string) => {
+    try {
+      return Number(readFileSync(repoPath('.stack', file), 'utf8').split('\n')[0]) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  return {
+    kafka: first('kafka/kafka.pid'),
+    clickhouse: first('clickhouse/clickhouse-server.pid'),
+    postgres: first('postgres/data/postmaster.pid'),
+    redis: first('redis/redis.pid'),
+  };
+}
+
+/** Busy share of all cores since boot, as [busy, total] jiffies (differences of two reads give a rate). */
+export function machineCpu(): { busy: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3]! + f[4]!;
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
 }

@@ -9,22 +9,21 @@ import {
   type ConnectorType,
 } from '../../lib/events.js';
 import { describeError } from '../sink/dead-letter.js';
-import { eventsOfTypes, type Effects, type Processor } from './runtime.js';
+import type { Effects, Processor } from './runtime.js';
 import { VenueInfos } from './venues.js';
 
 /**
- * Connector health per active integration (docs/processors.md#connector-health), from the events
- * and ingest reports of its venue. An integration's last sign of life is the newest time ingest
- * accepted an event of its venue and connector type (from the request's report), or a heartbeat
- * naming it (the only events read: a message without heartbeats is skipped unread). Its rejection rate
- * is rejected / submitted events of its venue and connector type over the last 15 minutes.
+ * Connector health per active integration (docs/processors.md#connector-health), from the ingest
+ * reports of its venue alone (one small message per request, so health never reads the events).
+ * An integration's last sign of life is the newest time ingest accepted an event of its venue and
+ * connector type (a heartbeat is one: ingest accepts it only naming an active integration of that
+ * venue and type). Its rejection rate is rejected / submitted events of its venue and connector
+ * type over the last 15 minutes.
  * Statuses are evaluated on the wall clock, by the timer, once the processor has read all its
  * input (a replay of old input must not flag live connectors offline). A change is emitted as a
  * transition; every integration also gets an hourly snapshot (so the dashboard finds a recent row
  * for stable ones).
  */
-
-const HEARTBEATS = new Set(['heartbeat'] as const);
 
 /** How often each connector type normally sends something (vendor facts, docs/processors.md). */
 export const EXPECTED_INTERVAL_MS: Record<ConnectorType, number> = {
@@ -58,7 +57,6 @@ const integrationSchema = z.object({
   o: z.string(),
   v: z.string(),
   t: z.string(),
-  hb: z.number().nullable(),
   status: z.enum(['healthy', 'degraded', 'offline']).nullable(),
   snap: z.number(),
 });
@@ -84,7 +82,7 @@ export function healthOf(type: ConnectorType, lastAt: number | null, accepted: n
 
 const sourceKey = (venueId: string, type: string) => `s|${venueId}|${type}`;
 
-export function createHealthProcessor(opts: { db: Queryable; eventsTopic: string; reportsTopic: string; outputTopic: string; contextTtlMs?: number }): Processor<HealthState> {
+export function createHealthProcessor(opts: { db: Queryable; reportsTopic: string; outputTopic: string; contextTtlMs?: number }): Processor<HealthState> {
   const venues = new VenueInfos(opts.db, opts.contextTtlMs);
 
   const source = (state: HealthState, o: string, v: string, t: string, dirty: Set<string>): Source => {
@@ -97,7 +95,7 @@ export function createHealthProcessor(opts: { db: Queryable; eventsTopic: string
 
   return {
     name: 'health',
-    inputs: [opts.eventsTopic, opts.reportsTopic],
+    inputs: [opts.reportsTopic],
     createState: () => ({ sources: new Map(), integrations: new Map() }),
     restore(state, key, value) {
       if (key.startsWith('s|')) {
@@ -115,7 +113,6 @@ export function createHealthProcessor(opts: { db: Queryable; eventsTopic: string
     async process(state, messages, ctx) {
       const dirty = new Set<string>();
       for (const m of messages) {
-        if (m.topic !== opts.reportsTopic) continue;
         try {
           const r = decodeIngestReport(m.value);
           const s = source(state, r.operatorId, r.venueId, r.connectorType, dirty);
@@ -132,21 +129,7 @@ export function createHealthProcessor(opts: { db: Queryable; eventsTopic: string
           ctx.log.warn({ topic: m.topic, partition: m.partition, offset: m.offset, err: describeError(err) }, 'health: undecodable report skipped');
         }
       }
-      const events = messages.filter((m) => m.topic !== opts.reportsTopic);
-      for (const e of eventsOfTypes(events, HEARTBEATS, ctx, 'health')) {
-        const integrationId = e.payload.integration_id;
-        if (typeof integrationId !== 'string') continue;
-        // Ingest checked it is an active integration of this venue and connector type.
-        const key = `i|${integrationId}`;
-        const i = state.integrations.get(key) ?? { o: e.operatorId, v: e.venueId, t: e.connectorType, hb: null, status: null, snap: 0 };
-        i.hb = Math.max(i.hb ?? 0, e.receivedAt);
-        state.integrations.set(key, i);
-        dirty.add(key);
-        const s = source(state, e.operatorId, e.venueId, e.connectorType, dirty);
-        s.last = Math.max(s.last ?? 0, e.receivedAt);
-      }
-      const changes = [...dirty].map((key) => ({ key, value: encodeStateEntry(key.startsWith('s|') ? state.sources.get(key) : state.integrations.get(key)) }));
-      return { outputs: [], changes };
+      return { outputs: [], changes: [...dirty].map((key) => ({ key, value: encodeStateEntry(state.sources.get(key)) })) };
     },
 
     async tick(state, ctx) {
@@ -162,13 +145,13 @@ export function createHealthProcessor(opts: { db: Queryable; eventsTopic: string
         for (const ig of info.integrations) {
           const key = `i|${ig.id}`;
           active.add(key);
-          const i = state.integrations.get(key) ?? { o: info.operator_id, v: venueId, t: ig.connector_type, hb: null, status: null, snap: 0 };
+          const i = state.integrations.get(key) ?? { o: info.operator_id, v: venueId, t: ig.connector_type, status: null, snap: 0 };
           state.integrations.set(key, i);
           const src = state.sources.get(sourceKey(venueId, ig.connector_type));
           const recent = (src?.minutes ?? []).filter((x) => x[0] > ctx.now - REJECTION_WINDOW_MS);
           const accepted = recent.reduce((n, x) => n + x[1], 0);
           const rejected = recent.reduce((n, x) => n + x[2], 0);
-          const lastAt = Math.max(src?.last ?? -1, i.hb ?? -1);
+          const lastAt = src?.last ?? -1;
           const h = healthOf(ig.connector_type as ConnectorType, lastAt < 0 ? null : lastAt, accepted, rejected, ctx.now);
           const transition = h.status !== i.status;
           if (!transition && ctx.now - i.snap < SNAPSHOT_EVERY_MS) continue;

@@ -83,9 +83,7 @@ export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningP
   }
   if (only.has('health')) {
     sinks.push((await runSink(opts.kafka, healthTarget, sinkOpts('health', opts.derived.connectorHealth))) as unknown as RunningSink);
-    processors.push(
-      createHealthProcessor({ db: opts.db, eventsTopic: opts.events, reportsTopic: opts.derived.ingestReports, outputTopic: opts.derived.connectorHealth }) as Processor<unknown>,
-    );
+    processors.push(createHealthProcessor({ db: opts.db, reportsTopic: opts.derived.ingestReports, outputTopic: opts.derived.connectorHealth }) as Processor<unknown>);
   }
   for (const p of processors) {
     const rt = new ProcessorRuntime(p, { kafka: opts.kafka, log: opts.log, prefix: opts.prefix, partitions: opts.partitions, instanceId: opts.instanceId, tickMs: opts.tickMs });

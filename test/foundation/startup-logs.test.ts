@@ -61,4 +61,14 @@ describe('start-up with a correct configuration', () => {
     expect(warnings(pipeline)).toEqual([]);
     expect(warnings(edge)).toEqual([]);
   }, 90_000);
+
+  it('two pipeline processes sharing every group (concurrent topic creation, rebalances) log no warning or error', async () => {
+    const prefix = `startup2.${Date.now().toString(36)}`;
+    const pipelines = await Promise.all(
+      ['0', '1'].map((id) => startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix, PIPELINE_INSTANCE_ID: id, PIPELINE_METRICS_PORT: '0' })),
+    );
+    // Both joined groups the other was in: the rebalances really happened.
+    for (const lines of pipelines) expect(lines.map((l) => l.msg)).toContain('joined group');
+    expect(pipelines.map(warnings)).toEqual([[], []]);
+  }, 90_000);
 });
