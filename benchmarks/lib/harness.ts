@@ -27,12 +27,32 @@ export async function freshDatabases(adminUrl: string, cfg: Config, name: string
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
   const ch = createCh(cfg, null);
-  await ch.command({ query: `DROP DATABASE IF EXISTS ${name}` });
+  await dropChDatabase(ch, name);
   const db = createDb(cfg, 2);
   await migratePostgres(db);
   await db.end();
   await migrateClickhouse(serverExecutor(ch), name);
   await ch.close();
+}
+
+/**
+ * Dropping the database a long run filled can outlast the client's 30 s timeout; ClickHouse goes on
+ * with it, so a timed-out drop is waited for (up to five minutes) rather than failed.
+ */
+async function dropChDatabase(ch: ReturnType<typeof createCh>, name: string): Promise<void> {
+  try {
+    await ch.command({ query: `DROP DATABASE IF EXISTS ${name}` });
+    return;
+  } catch (err) {
+    console.log(`dropping the ClickHouse database ${name} is taking long (${(err as Error).message}); waiting for it`);
+  }
+  const until = Date.now() + 300_000;
+  while (Date.now() < until) {
+    const rows = await (await ch.query({ query: `SELECT count() AS n FROM system.databases WHERE name = '${name}'`, format: 'JSONEachRow' })).json<{ n: string }>();
+    if (Number(rows[0]?.n) === 0) return;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  throw new Error(`ClickHouse database ${name} still exists five minutes after DROP DATABASE`);
 }
 
 /**
@@ -89,12 +109,15 @@ export function startProcess(
   child.on('exit', (code) => {
     if (code && code !== 0) process.stderr.write(`${name} exited with ${code}\n${stderr}\n`);
   });
+  // 'close', not 'exit', ends a process here: its last stdout lines (a processor's state at stop) may arrive after the exit.
+  let closed = false;
+  child.once('close', () => (closed = true));
   return {
     child,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
+        if (closed) return resolve();
+        child.once('close', () => resolve());
         child.kill('SIGTERM');
       }),
   };
