@@ -47,6 +47,8 @@ export interface SeriesRow {
   value: number | null;
 }
 
+const ROLLUP_SECONDS = { '1m': 60, '1h': 3600 } as const;
+
 function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
   const scope = chsql`operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId}) AND has(${keys}, key)`;
   if (q.resolution === '1d') {
@@ -55,7 +57,9 @@ function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
                   WHERE ${scope} AND day >= toDate(${q.fromDay}) AND day <= toDate(${q.toDay})
                   GROUP BY key, t`;
   }
-  return chsql`SELECT key, toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec}) AS t, ${raw(value)} AS value
+  // Buckets of the rollup's own size are its rows' buckets: grouping by them skips a division per row.
+  const t = q.bucketSec === ROLLUP_SECONDS[q.resolution] ? raw('toUInt32(bucket)') : chsql`toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec})`;
+  return chsql`SELECT key, ${t} AS t, ${raw(value)} AS value
                  FROM ${raw(q.resolution === '1m' ? 'telemetry_1m' : 'telemetry_1h')}
                 WHERE ${scope} AND bucket >= toDateTime(${q.fromSec}, 'UTC') AND bucket < toDateTime(${q.toSec}, 'UTC')
                 GROUP BY key, t`;
