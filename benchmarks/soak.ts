@@ -66,7 +66,7 @@ const { cfg, env } = benchConfig({
   EDGE_METRICS_PORT: '0',
   PIPELINE_METRICS_PORT: '0',
 });
-console.log(`soak  ${MINUTES} min at ${RATE} events/s (half of the measured ${measuredMax}), ${args.subscribers} subscribers per venue, ${Number(args.devices) || 'only new'} devices`);
+console.log(`soak  ${MINUTES} min at ${RATE} events/s (${Number(args.rate) ? 'as given' : `half of the measured ${measuredMax}`}), ${args.subscribers} subscribers per venue, ${Number(args.devices) || 'only new'} devices`);
 
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak');
 
