@@ -8,14 +8,13 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createCh, chRows, chsql } from '../clickhouse/client.js';
 import { repoPath } from '../lib/paths.js';
-import { derivedTopicNames } from '../lib/events.js';
+import { derivedTopicNames, topicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
-import { benchConfig, freshDatabases, machine, percentile, round, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, cpuSecondsOf, enginePids, freshDatabases, machine, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -92,16 +91,6 @@ const kafkaCeiling = Number(/([\d.]+) records\/sec/.exec(perfLine)?.[1] ?? NaN);
 console.log(`kafka ProducerPerformance (acks=all, ${sampleEventBytes} B records): ${round(kafkaCeiling, 0)} records/s`);
 
 // The service under test.
-const cpuOf = (pid: number | undefined) => {
-  if (!pid) return 0;
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return 0;
-  }
-};
-const pidFile = (p: string) => Number(readFileSync(repoPath('.stack', p), 'utf8').trim()) || undefined;
 const apis = Array.from({ length: APIS }, (_, i) =>
   startProcess(APIS > 1 ? `api-${i + 1}` : 'api', 'dist/apps/api/main.js', { ...env, API_PORT: String(API_PORT + i), API_METRICS_PORT: String(API_METRICS_PORT + i) }),
 );
@@ -188,20 +177,25 @@ let accepted = 0;
 let rejected = 0;
 let failures = 0;
 const statusCounts: Record<number, number> = {};
-const apiCpu = () => apis.reduce((n, a) => n + cpuOf(a.child.pid), 0);
-const cpuNow = () => ({
-  api: apiCpu(),
-  pipeline: pipelines.reduce((n, p) => n + cpuOf(p.child.pid), 0),
-  kafka: cpuOf(pidFile('kafka/kafka.pid')),
-  clickhouse: cpuOf(pidFile('clickhouse/clickhouse-server.pid')),
-  benchClient: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
-});
+const engines = enginePids();
+const cpuNow = () => {
+  const ours = [...apis, ...pipelines].map((p) => p.child.pid);
+  const of = cpuSecondsOf({ ...Object.fromEntries(ours.map((pid) => [String(pid), pid])), kafka: engines.kafka, clickhouse: engines.clickhouse });
+  const total = (list: Array<{ child: { pid?: number } }>) => list.reduce((n, p) => n + of[String(p.child.pid)]!, 0);
+  return {
+    api: total(apis),
+    pipeline: total(pipelines),
+    kafka: of.kafka!,
+    clickhouse: of.clickhouse!,
+    benchClient: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
+  };
+};
 const cpuSince = (from: ReturnType<typeof cpuNow>, to: ReturnType<typeof cpuNow>) =>
   Object.fromEntries(Object.entries(to).map(([k, v]) => [k, round(v - from[k as keyof typeof from])]));
 // Messages on the events topic before the load: with its end at load end, the events per message (one request's, split past 512 KB).
 const kafkaAdmin = createKafka(cfg, createLogger('bench', 'warn'), 'bench-lag').admin();
 await kafkaAdmin.connect();
-const eventsTopic = `${cfg.KAFKA_TOPIC_PREFIX}.events.v1`;
+const eventsTopic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
 const topicEnd = async (topic = eventsTopic) => new Map((await kafkaAdmin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
 // What each processor reads: connector health reads only the ingest reports (one per request, as the events).
 const inputOf = (processor: string) => (processor === 'health' ? derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports : eventsTopic);
@@ -294,14 +288,7 @@ for (const name of ['occupancy', 'visits', 'health']) {
   processorLag[name] = { lagMessagesAtLoadEnd: lagAtLoadEnd, lagEventsAtLoadEnd: round(lagAtLoadEnd * eventsPerMessage, 0), catchUpMs };
 }
 await kafkaAdmin.disconnect();
-const rssMb = (pid: number | undefined) => {
-  try {
-    return round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024, 0);
-  } catch {
-    return NaN;
-  }
-};
-const pipelineRssMb = pipelines.reduce((n, p) => n + rssMb(p.child.pid), 0);
+const pipelineRssMb = pipelines.reduce((n, p) => n + rssMbOf(p.child.pid), 0);
 const cpuAfterCatchUp = cpuNow();
 
 /**

@@ -3,19 +3,19 @@
  * sends at half the maximum rate measured by `npm run bench:ingest` (benchmarks/results/ingest.json;
  * `--rate` overrides) while WebSocket subscribers watch every venue. Every minute: the RSS of each
  * process, the consumer lag of the sink and of each processor group (in events-topic messages: one
- * per ingest request, so `--batch` events each), and the ingest latency
- * percentiles of that minute, and the CPU share of each process and engine. Reported: RSS growth after warm-up (goal < 10 %), whether lag stayed
- * bounded. Results in benchmarks/results/soak.json.
+ * per ingest request, so `--batch` events each), the ingest latency percentiles of that minute,
+ * and the CPU share of each process and engine. Reported: RSS growth after warm-up (goal < 10 %),
+ * whether lag stayed bounded. Results in benchmarks/results/soak.json.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
-import { derivedTopicNames } from '../lib/events.js';
+import { derivedTopicNames, topicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, cpuSecondsOfTree, enginePids, freshDatabases, machine, machineCpu, percentile, round, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, cpuSecondsOf, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, type FleetTenant } from './lib/fleet.js';
 
 const { values: args } = parseArgs({
@@ -122,7 +122,7 @@ for (const t of tenants) {
 
 const kafkaAdmin = createKafka(cfg, createLogger('soak', 'warn'), 'soak-lag').admin();
 await kafkaAdmin.connect();
-const eventsTopic = `${cfg.KAFKA_TOPIC_PREFIX}.events.v1`;
+const eventsTopic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
 const reportsTopic = derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports;
 /** Messages `groupId` has not committed on `topic` (connector health reads the ingest reports, one per request). */
 async function lagOf(groupId: string, topic = eventsTopic): Promise<number> {
@@ -131,13 +131,6 @@ async function lagOf(groupId: string, topic = eventsTopic): Promise<number> {
   const committed = new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
   return [...ends].reduce((n, [p, end]) => n + Math.max(0, end - (committed.get(p) ?? 0)), 0);
 }
-const rssMb = (pid: number | undefined) => {
-  try {
-    return round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024, 0);
-  } catch {
-    return NaN;
-  }
-};
 
 const fleet = new Fleet({ urls: [base], tenants, batchSize: Number(args.batch), clients: Number(args.clients), clientTimeoutMs: 15_000, runTag: runId, rate: RATE, devices: Number(args.devices) });
 const deadline = Date.now() + MINUTES * 60_000;
@@ -146,7 +139,7 @@ const samples: Array<Record<string, unknown>> = [];
 let seen = 0;
 // CPU per process over each sample: ours and the engines', and the whole machine's busy share.
 const cpuPids = { ...Object.fromEntries(Object.entries(procs).map(([name, p]) => [name, p.child.pid])), ...enginePids() };
-const cpuNow = () => ({ at: Date.now(), machine: machineCpu(), of: Object.fromEntries(Object.entries(cpuPids).map(([name, pid]) => [name, cpuSecondsOfTree(pid)])) });
+const cpuNow = () => ({ at: Date.now(), machine: machineCpu(), of: cpuSecondsOf(cpuPids) });
 let cpuBefore = cpuNow();
 while (Date.now() < deadline) {
   await new Promise((r) => setTimeout(r, Math.min(SAMPLE_MS, deadline - Date.now())));
@@ -163,7 +156,7 @@ while (Date.now() < deadline) {
     minute: round((samples.length + 1) * (SAMPLE_MS / 60_000), 2),
     accepted: fleet.stats.eventsAccepted,
     pushes,
-    rssMb: Object.fromEntries(Object.entries(procs).map(([name, p]) => [name, rssMb(p.child.pid)])),
+    rssMb: Object.fromEntries(Object.entries(procs).map(([name, p]) => [name, rssMbOf(p.child.pid)])),
     lag: {
       sink: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.sink.events`).catch(() => NaN),
       occupancy: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.occupancy`).catch(() => NaN),

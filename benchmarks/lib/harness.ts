@@ -146,24 +146,39 @@ export function writeResult(name: string, data: unknown): string {
 
 const CLOCK_TICKS = 100;
 
-/** CPU seconds (user + system) used so far by `pid` and its direct children (Postgres' backends). */
-export function cpuSecondsOfTree(pid: number | undefined): number {
-  if (!pid) return NaN;
-  const ticks = (stat: string) => {
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]) };
-  };
-  let total = 0;
+/**
+ * CPU seconds (user + system) used so far by each named process together with its direct children
+ * (Postgres' backends), from one pass over /proc; NaN for a process not running.
+ */
+export function cpuSecondsOf(pids: Record<string, number | undefined>): Record<string, number> {
+  const byPid = new Map<number, { ppid: number; cpu: number }>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const s = ticks(readFileSync(`/proc/${entry}/stat`, 'utf8'));
-      if (Number(entry) === pid || s.ppid === pid) total += s.cpu;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byPid.set(Number(entry), { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]) });
     } catch {
       // The process ended between the listing and the read.
     }
   }
-  return total / CLOCK_TICKS;
+  return Object.fromEntries(
+    Object.entries(pids).map(([name, pid]) => {
+      if (!pid || !byPid.has(pid)) return [name, NaN];
+      let ticks = 0;
+      for (const [id, s] of byPid) if (id === pid || s.ppid === pid) ticks += s.cpu;
+      return [name, ticks / CLOCK_TICKS];
+    }),
+  );
+}
+
+/** Resident memory of a process in MB; NaN when it is not running. */
+export function rssMbOf(pid: number | undefined): number {
+  try {
+    return round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024, 0);
+  } catch {
+    return NaN;
+  }
 }
 
 /** The local stack's engine processes (from the pid files `scripts/stack.mjs` writes). */
