@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+import { jsonObjectOfRows } from '../../lib/json-stream.js';
 import { chTsvRows, chsql, raw, type Ch, type ChSql } from '../client.js';
 
 export const AGGREGATIONS = ['AVG', 'MAX', 'MIN', 'SUM', 'COUNT'] as const;
@@ -49,6 +51,11 @@ export interface SeriesRow {
 
 const ROLLUP_SECONDS = { '1m': 60, '1h': 3600 } as const;
 
+/** A row's bucket start in epoch seconds. Buckets of the rollup's own size are its rows' buckets: grouping by them skips a division per row. */
+function bucketExpr(q: EpochSeriesQuery): ChSql {
+  return q.bucketSec === ROLLUP_SECONDS[q.resolution] ? raw('toUInt32(bucket)') : chsql`toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec})`;
+}
+
 function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
   const scope = chsql`operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId}) AND has(${keys}, key)`;
   if (q.resolution === '1d') {
@@ -57,9 +64,7 @@ function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
                   WHERE ${scope} AND day >= toDate(${q.fromDay}) AND day <= toDate(${q.toDay})
                   GROUP BY key, t`;
   }
-  // Buckets of the rollup's own size are its rows' buckets: grouping by them skips a division per row.
-  const t = q.bucketSec === ROLLUP_SECONDS[q.resolution] ? raw('toUInt32(bucket)') : chsql`toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec})`;
-  return chsql`SELECT key, ${t} AS t, ${raw(value)} AS value
+  return chsql`SELECT key, ${bucketExpr(q)} AS t, ${raw(value)} AS value
                  FROM ${raw(q.resolution === '1m' ? 'telemetry_1m' : 'telemetry_1h')}
                 WHERE ${scope} AND bucket >= toDateTime(${q.fromSec}, 'UTC') AND bucket < toDateTime(${q.toSec}, 'UTC')
                 GROUP BY key, t`;
@@ -86,19 +91,37 @@ export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow
 }
 
 /**
- * The same series as JSON text, built by ClickHouse: per key, `{"ts":…,"value":…}` items in bucket
- * order joined by commas (ts in epoch ms; a bucket without a finite value is null). Epoch-aligned
- * resolutions only: day buckets start at local midnight, which is computed in TypeScript.
+ * One key's points as JSONEachRow rows `{"ts":…,"value":…}` in bucket order: ts in epoch ms (a
+ * Float64, so no engine quotes it), a bucket without a finite value null (both engines write nan
+ * as null). Epoch-aligned resolutions only: day buckets start at local midnight, computed in TypeScript.
  */
-export function telemetryJsonSql(q: EpochSeriesQuery): ChSql {
-  const item = `concat('{"ts":', toString(toUInt64(t) * 1000), ',"value":', if(isFinite(value), toString(value), 'null'), '}')`;
-  return raw(
-    `SELECT key, arrayStringConcat(arrayMap(x -> x.2, arraySort(x -> x.1, groupArray((t, ${item})))), ',') AS points ` +
-      `FROM (${telemetrySeriesSql(q).text}) GROUP BY key ORDER BY key`,
-  );
+export function telemetryPointsSql(q: EpochSeriesQuery, key: string): ChSql {
+  const value = key === 'devices' ? DEVICES_EXPR : `toFloat64(${AGG_EXPR[q.agg]})`;
+  // `key =` (not `has`) lets 18.16 read only the key's granules; no subquery: one grouping, by bucket.
+  return chsql`SELECT toFloat64(${bucketExpr(q)} AS t) * 1000 AS ts, ${raw(value)} AS value
+                 FROM ${raw(q.resolution === '1m' ? 'telemetry_1m' : 'telemetry_1h')}
+                WHERE operator_id = toUUID(${q.operatorId}) AND venue_id = toUUID(${q.venueId}) AND key = ${key}
+                  AND bucket >= toDateTime(${q.fromSec}, 'UTC') AND bucket < toDateTime(${q.toSec}, 'UTC')
+                GROUP BY t ORDER BY t`;
 }
 
-/** Key → its points as JSON array items (without the brackets); keys without data are absent. */
-export async function telemetryJson(ch: Ch, q: EpochSeriesQuery): Promise<Map<string, string>> {
-  return new Map((await chTsvRows(ch, telemetryJsonSql(q))).map(([key, points]) => [key!, points!]));
+/**
+ * The answer as one JSON document (`{"<key>":[points…],…}`, keys in the order asked) made of
+ * ClickHouse's own JSONEachRow output, for the caller to pass on without decoding it. One query per
+ * key, in parallel: each sorts by bucket alone and formats its rows on its own thread. ClickHouse
+ * answers only once a query is complete (`wait_end_of_query`), so a failure is an error here,
+ * never a cut-off document.
+ */
+export async function telemetryDocument(ch: Ch, q: EpochSeriesQuery): Promise<Readable> {
+  // The keys' queries already run side by side: a thread each keeps them from crowding the cores.
+  const settings = { wait_end_of_query: 1, ...(q.keys.length > 1 ? { max_threads: 1 } : {}) } as const;
+  const answers = await Promise.allSettled(
+    q.keys.map((key) => ch.exec({ query: `${telemetryPointsSql(q, key).text} FORMAT JSONEachRow`, clickhouse_settings: settings })),
+  );
+  const failed = answers.find((a) => a.status === 'rejected');
+  if (failed) {
+    for (const a of answers) if (a.status === 'fulfilled') a.value.stream.destroy();
+    throw failed.reason;
+  }
+  return jsonObjectOfRows(q.keys.map((key, i) => [key, (answers[i] as PromiseFulfilledResult<{ stream: Readable }>).value.stream]));
 }

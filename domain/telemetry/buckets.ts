@@ -22,8 +22,10 @@ export type BucketPlan = (
   | { resolution: '1m' | '1h'; fromSec: number; toSec: number; bucketSec: number }
   | { resolution: '1d'; fromDay: string; toDay: string; bucketDays: number }
 ) & {
-  /** Every bucket of the range, as the query labels them: epoch seconds, or day numbers for '1d'. */
-  buckets: number[];
+  /** How many buckets the range has. */
+  count: number;
+  /** Every bucket of the range, as the query labels them: epoch seconds, or day numbers for '1d'. Built on demand (gap filling): up to the cap's 20,160 numbers. */
+  buckets(): number[];
   /** A bucket label's start, epoch ms. */
   startOf(bucket: number): number;
 };
@@ -43,8 +45,15 @@ export function planBuckets(startTs: number, endTs: number, intervalMs: number, 
   const last = Math.floor((to - res) / intervalMs) * intervalMs;
   const count = to > from ? (last - first) / intervalMs + 1 : 0;
   checkCap(count);
-  const buckets = Array.from({ length: count }, (_, i) => (first + i * intervalMs) / 1000);
-  return { resolution, fromSec: from / 1000, toSec: to / 1000, bucketSec: intervalMs / 1000, buckets, startOf: (t) => t * 1000 };
+  return {
+    resolution,
+    fromSec: from / 1000,
+    toSec: to / 1000,
+    bucketSec: intervalMs / 1000,
+    count,
+    buckets: () => Array.from({ length: count }, (_, i) => (first + i * intervalMs) / 1000),
+    startOf: (t) => t * 1000,
+  };
 }
 
 function dayPlan(startTs: number, endTs: number, bucketDays: number, timezone: string): BucketPlan {
@@ -60,7 +69,8 @@ function dayPlan(startTs: number, endTs: number, bucketDays: number, timezone: s
     fromDay: dayString(firstDay),
     toDay: dayString(lastDay),
     bucketDays,
-    buckets: Array.from({ length: count }, (_, i) => first + i * bucketDays),
+    count,
+    buckets: () => Array.from({ length: count }, (_, i) => first + i * bucketDays),
     startOf: (day) => localDayStart(day, timezone),
   };
 }

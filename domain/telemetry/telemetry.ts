@@ -1,6 +1,6 @@
 import type { Ch } from '../../clickhouse/client.js';
-import { telemetryJson, telemetrySeries, type Aggregation } from '../../clickhouse/queries/telemetry.js';
-import { JsonText } from '../../lib/json-text.js';
+import { telemetryDocument, telemetrySeries, type Aggregation } from '../../clickhouse/queries/telemetry.js';
+import { JsonStream } from '../../lib/json-stream.js';
 import type { TelemetryKey } from '../../lib/events.js';
 import type { Queryable } from '../../postgres/client.js';
 import { ownedVenue } from '../venues/access.js';
@@ -33,23 +33,24 @@ export async function getTelemetry(
   operatorId: string,
   venueId: string,
   req: TelemetryRequest,
-): Promise<Record<string, Point[]> | JsonText> {
+): Promise<Record<string, Point[]> | JsonStream> {
   const venue = await ownedVenue(deps.db, operatorId, venueId);
   const plan = planBuckets(req.startTs, req.endTs, req.interval, venue.timezone);
-  // The common case (no gap filling, minute or hour buckets) is answered with JSON ClickHouse
-  // builds: tens of thousands of points are then never parsed and re-encoded here.
+  // The common case (no gap filling, minute or hour buckets) is answered with the JSON document
+  // ClickHouse builds, streamed through: tens of thousands of points are never decoded here.
   if (req.fill === 'none' && plan.resolution !== '1d') {
-    const json = plan.buckets.length === 0 ? new Map<string, string>() : await telemetryJson(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg });
-    return new JsonText(`{${req.keys.map((k) => `${JSON.stringify(k)}:[${json.get(k) ?? ''}]`).join(',')}}`);
+    if (plan.count === 0) return JsonStream.of(JSON.stringify(Object.fromEntries(req.keys.map((k) => [k, []]))));
+    return new JsonStream(await telemetryDocument(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg }));
   }
   const rows =
-    plan.buckets.length === 0
+    plan.count === 0
       ? []
       : await telemetrySeries(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg });
   const byKey = new Map<string, Map<number, number | null>>(req.keys.map((k) => [k, new Map()]));
   for (const r of rows) byKey.get(r.key)?.set(r.t, r.value);
   const out: Record<string, Point[]> = {};
-  for (const [key, values] of byKey) out[key] = fillSeries(plan.buckets, values, req.fill).map(([t, value]) => ({ ts: plan.startOf(t), value }));
+  const buckets = req.fill === 'none' ? [] : plan.buckets();
+  for (const [key, values] of byKey) out[key] = fillSeries(buckets, values, req.fill).map(([t, value]) => ({ ts: plan.startOf(t), value }));
   return out;
 }
 

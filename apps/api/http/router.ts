@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { countUsage } from '../../../domain/limits/quotas.js';
 import { rateLimitHeaders, rateLimited, type RateLimiter } from '../../../domain/limits/rate-limit.js';
-import { JsonText } from '../../../lib/json-text.js';
+import { JsonStream } from '../../../lib/json-stream.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { ApiDeps } from '../deps.js';
 import { adminAuth, bearerAuth, limitingFailures } from '../middleware/auth.js';
@@ -47,9 +47,11 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
       const reply = result instanceof Reply ? result : new Reply(op.response.status, result);
       ctx.status = reply.status;
       ctx.set(reply.headers);
-      if (reply.body instanceof JsonText) {
+      if (reply.body instanceof JsonStream) {
         ctx.type = 'application/json';
-        ctx.body = reply.body.text;
+        // The status is sent already when a stream fails; koa then cuts the response off.
+        reply.body.stream.once('error', (err) => ctx.state.log.error({ err }, 'response stream failed'));
+        ctx.body = reply.body.stream;
       } else ctx.body = reply.body;
     });
   }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError, type FieldProblem } from '../../../lib/errors.js';
-import { JsonText } from '../../../lib/json-text.js';
+import { JsonStream } from '../../../lib/json-stream.js';
 import { parseInput } from '../../../lib/validate.js';
 import { Reply, type AnyOperation, type BearerContext } from '../operations/operation.js';
 
@@ -61,7 +61,7 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
           }
           const result = await op.handler(input, ctx);
           const body = result instanceof Reply ? result.body : result;
-          return body instanceof JsonText ? JSON.parse(body.text) : body;
+          return body instanceof JsonStream ? body.value() : body;
         },
       },
     ];
