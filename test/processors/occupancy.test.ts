@@ -3,6 +3,7 @@ import { chRows, chsql } from '../../clickhouse/client.js';
 import { encodeEventMessages, type CanonicalEvent } from '../../lib/events.js';
 import { venueOccupancy } from '../../domain/analytics/occupancy.js';
 import { getTelemetry } from '../../domain/telemetry/telemetry.js';
+import { JsonStream } from '../../lib/json-stream.js';
 import type { RunningProcessors } from '../../pipeline/processors/run.js';
 import { committedToEnd, event, newVenue, openProcHarness, produce, startProcessors, waitFor, type ProcHarness } from './harness.js';
 
@@ -220,8 +221,11 @@ describe('occupancy processor', () => {
 
   it('serves the occupancy telemetry key from the updates at every resolution, connector counts once', async () => {
     const req = { keys: ['occupancy' as const], startTs: t - DAY, endTs: now + MINUTE, agg: 'SUM' as const, fill: 'none' as const };
-    // The answer as its JSON reads (minute and hour series come as JSON text built by ClickHouse).
-    const series = async (q: Parameters<typeof getTelemetry>[3]) => JSON.parse(JSON.stringify(await getTelemetry(h, shop.operatorId, shop.venueId, q))) as Record<string, Array<{ value: number | null }>>;
+    // The answer as its JSON reads (minute and hour series come as a JSON stream written by ClickHouse).
+    const series = async (q: Parameters<typeof getTelemetry>[3]) => {
+      const answer = await getTelemetry(h, shop.operatorId, shop.venueId, q);
+      return (answer instanceof JsonStream ? await answer.value() : JSON.parse(JSON.stringify(answer))) as Record<string, Array<{ value: number | null }>>;
+    };
     for (const interval of [MINUTE, HOUR, DAY]) {
       const sum = await series({ ...req, interval });
       const count = await series({ ...req, interval, agg: 'COUNT' });
