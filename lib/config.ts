@@ -82,8 +82,6 @@ const configSchema = z.object({
   WS_KEY_RECHECK_MS: z.coerce.number().int().min(100).default(5000),
   /** Life of a connection's lease in Redis, refreshed at a third of it; a crashed edge's leases lapse after it. */
   WS_LEASE_TTL_MS: z.coerce.number().int().min(1000).default(30000),
-  /** Stable per pipeline process: its processors' transactional ids, so a restart fences the killed predecessor at once. */
-  PIPELINE_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" or "-"').default('0'),
   /** How often the processors' wall-clock timers run (visits closing, daily resets, connector silence). */
   PROCESSOR_TICK_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
 });

@@ -40,7 +40,6 @@ const processors = await runProcessors({
   log,
   prefix: cfg.KAFKA_TOPIC_PREFIX,
   partitions: cfg.KAFKA_PARTITIONS,
-  instanceId: cfg.PIPELINE_INSTANCE_ID,
   events: services.topics.events,
   deadLetter: services.topics.deadLetter,
   derived: derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX),

@@ -56,9 +56,8 @@ async function dropChDatabase(ch: ReturnType<typeof createCh>, name: string): Pr
 }
 
 /**
- * `count` pipeline processes (`pipeline`, or `pipeline-1`, `pipeline-2`, …), each with its own
- * `PIPELINE_INSTANCE_ID` (its processors' transactional ids) and only the first serving metrics:
- * each takes a share of every consumer group's partitions, which is how the pipeline scales out.
+ * `count` pipeline processes (`pipeline`, or `pipeline-1`, `pipeline-2`, …), only the first serving
+ * metrics: each takes a share of every consumer group's partitions, which is how the pipeline scales out.
  */
 export function startPipelines(
   count: number,
@@ -67,7 +66,7 @@ export function startPipelines(
 ): Array<{ name: string } & ReturnType<typeof startProcess>> {
   return Array.from({ length: count }, (_, i) => {
     const name = count > 1 ? `pipeline-${i + 1}` : 'pipeline';
-    const procEnv = { ...env, PIPELINE_INSTANCE_ID: String(i), ...(i > 0 ? { PIPELINE_METRICS_PORT: '0' } : {}) };
+    const procEnv = { ...env, ...(i > 0 ? { PIPELINE_METRICS_PORT: '0' } : {}) };
     return { name, ...startProcess(name, 'dist/apps/pipeline/main.js', procEnv, onStdoutLine && ((line) => onStdoutLine(name, line))) };
   });
 }

@@ -21,7 +21,6 @@ export interface ProcessorSetOptions {
   /** Topic prefix of groups and changelogs. */
   prefix: string;
   partitions: number;
-  instanceId: string;
   events: string;
   deadLetter: string;
   derived: DerivedTopics;
@@ -86,7 +85,7 @@ export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningP
     processors.push(createHealthProcessor({ db: opts.db, reportsTopic: opts.derived.ingestReports, outputTopic: opts.derived.connectorHealth }) as Processor<unknown>);
   }
   for (const p of processors) {
-    const rt = new ProcessorRuntime(p, { kafka: opts.kafka, log: opts.log, prefix: opts.prefix, partitions: opts.partitions, instanceId: opts.instanceId, tickMs: opts.tickMs });
+    const rt = new ProcessorRuntime(p, { kafka: opts.kafka, log: opts.log, prefix: opts.prefix, partitions: opts.partitions, tickMs: opts.tickMs });
     await rt.start();
     runtimes.push(rt);
   }

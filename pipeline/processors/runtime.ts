@@ -11,9 +11,12 @@ import { describeError } from '../sink/dead-letter.js';
  * compacted changelog topic (state of input partition p → changelog partition p). Every batch is
  * one Kafka transaction: the outputs, the changelog entries the batch changed and the consumed
  * offsets (`sendOffsets`) commit together or not at all, and everything downstream reads committed
- * only. After a crash (kill -9) the restarted instance (same transactional id) fences its
- * predecessor, which aborts its open transaction; it restores the state from the changelog and
- * resumes at the committed offsets: every input is reflected exactly once in state and outputs.
+ * only. The transactional id belongs to the input partition, not to the process: whoever takes
+ * partition p (a restarted instance after a kill -9, or another member after a rebalance) first
+ * initialises p's id, which fences the previous owner and completes or aborts its open
+ * transaction, then restores p's state from the changelog and resumes at p's committed offset:
+ * every input is reflected exactly once in state and outputs, and a member that has not yet
+ * noticed it lost p can no longer commit anything for it.
  * Wall-clock timers (`tick`) run in transactions of their own, under the same lock.
  */
 
@@ -91,8 +94,6 @@ export interface RuntimeOptions {
   prefix: string;
   /** Partitions of the inputs (and of the changelog and outputs). */
   partitions: number;
-  /** Stable per process: the transactional id, so a restarted instance fences its killed predecessor at once. */
-  instanceId: string;
   tickMs?: number;
   transactionTimeoutMs?: number;
   sessionTimeoutMs?: number;
@@ -145,7 +146,8 @@ export class ProcessorRuntime<S> {
   private readonly position = new Map<string, bigint>();
   private readonly ends = new Map<string, bigint>();
   private chain: Promise<unknown> = Promise.resolve();
-  private producer?: Producer;
+  /** The transactional producer of each partition held; created (fencing any other) by the restore. */
+  private readonly producers = new Map<number, Producer>();
   private consumer?: Consumer;
   private admin?: Admin;
   private timer?: NodeJS.Timeout;
@@ -168,10 +170,6 @@ export class ProcessorRuntime<S> {
     await createMissingTopics(this.admin, [
       { topic: this.changelog, numPartitions: this.opts.partitions, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
     ]);
-    this.producer = this.newProducer();
-    // Connecting initialises the transactional id: a predecessor with the same id is fenced and
-    // its open transaction aborted before this instance restores anything.
-    await this.producer.connect();
     const consumer = kafka.consumer({
       groupId: this.group,
       sessionTimeout: this.opts.sessionTimeoutMs ?? 10_000,
@@ -189,10 +187,12 @@ export class ProcessorRuntime<S> {
       const assignment = e.payload.memberAssignment as Record<string, number[]>;
       const partitions = new Set(this.processor.inputs.flatMap((t) => assignment[t] ?? []));
       this.log.info({ partitions: [...partitions] }, 'joined group');
-      // Another member may have changed any partition meanwhile: restore from the changelog.
+      // Another member may have changed any partition meanwhile: restore from the changelog (and
+      // take each partition's transactional id again) before its next batch or timer.
       void this.exclusive(async () => {
         this.assigned = partitions;
         this.states.clear();
+        await Promise.all([...this.producers.keys()].map((p) => this.dropProducer(p)));
       });
     });
     consumer.on(consumer.events.CRASH, (e) => this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'processor consumer crashed'));
@@ -221,7 +221,7 @@ export class ProcessorRuntime<S> {
     });
     await this.consumer?.stop();
     await this.consumer?.disconnect();
-    await this.producer?.disconnect();
+    await Promise.all([...this.producers.keys()].map((p) => this.dropProducer(p)));
     await this.admin?.disconnect();
     this.log.info({ stats: this.stats }, 'processor stopped');
   }
@@ -257,21 +257,28 @@ export class ProcessorRuntime<S> {
       }
       const state = this.states.get(p)!;
       const next = BigInt(batch.lastOffset()) + 1n;
+      // The consumer may have fetched from an offset read before the previous owner's last commit
+      // was complete; what the restored state already reflects is skipped.
+      const from = this.position.get(`${batch.topic}:${p}`) ?? 0n;
+      const messages = batch.messages.filter((m) => BigInt(m.offset) >= from);
       const ctx: ProcessorContext = { partition: p, now: Date.now(), caughtUp: false, log: this.log };
       try {
-        const effects = await this.processor.process(
-          state,
-          batch.messages.map((m) => ({ topic: batch.topic, partition: p, offset: m.offset, value: m.value, headers: m.headers })),
-          ctx,
-        );
-        await this.transact(effects, p, [{ topic: batch.topic, partition: p, offset: next.toString() }]);
+        if (messages.length > 0) {
+          const effects = await this.processor.process(
+            state,
+            messages.map((m) => ({ topic: batch.topic, partition: p, offset: m.offset, value: m.value, headers: m.headers })),
+            ctx,
+          );
+          await this.transact(p, effects, [{ topic: batch.topic, partition: p, offset: next.toString() }]);
+        }
       } catch (err) {
-        // The state may hold part of the batch: forget it all (restored before the next batch) and
-        // read the batch again from its first offset, which is the committed one.
-        this.states.clear();
+        // The state may hold part of the batch: forget it (restored before the next batch) and read
+        // the batch again from its first offset, which is the committed one.
+        await this.dropPartition(p);
         payload.pause();
         this.consumer?.seek({ topic: batch.topic, partition: p, offset: batch.firstOffset()! });
-        this.log.warn({ partition: p, err: describeError(err) }, 'batch failed; aborted, state dropped, batch refetched');
+        if (fenced(err)) this.log.info({ partition: p }, 'partition taken over by another member; batch left to it');
+        else this.log.warn({ partition: p, err: describeError(err) }, 'batch failed; aborted, state dropped, batch refetched');
         setTimeout(() => {
           try {
             this.consumer?.resume([{ topic: batch.topic, partitions: [p] }]);
@@ -281,7 +288,7 @@ export class ProcessorRuntime<S> {
         }, 1000).unref();
         return;
       }
-      this.position.set(`${batch.topic}:${p}`, next);
+      this.position.set(`${batch.topic}:${p}`, next > from ? next : from);
       this.ends.set(`${batch.topic}:${p}`, BigInt(batch.highWatermark));
       payload.resolveOffset(batch.lastOffset());
       this.stats.batches++;
@@ -309,12 +316,14 @@ export class ProcessorRuntime<S> {
       this.loggedAt = now;
       this.log.info({ stats: this.stats, rssMb: Math.round(process.memoryUsage().rss / 1048576) }, 'processor stats');
     }
-    if (parts.length === 0) return;
-    try {
-      await this.transactMany(parts, []);
-    } catch (err) {
-      this.states.clear();
-      throw err;
+    for (const { partition, ...effects } of parts) {
+      try {
+        await this.transact(partition, effects, []);
+      } catch (err) {
+        await this.dropPartition(partition);
+        if (fenced(err)) this.log.info({ partition }, 'partition taken over by another member; its timers are left to it');
+        else this.log.warn({ partition, err: describeError(err) }, 'timer transaction failed; the partition is restored before its next batch or timer');
+      }
     }
   }
 
@@ -333,9 +342,16 @@ export class ProcessorRuntime<S> {
     }
   }
 
-  private newProducer(): Producer {
-    return this.opts.kafka.producer({
-      transactionalId: `${this.group}.${this.opts.instanceId}`,
+  /**
+   * Takes partition p's transactional id: initialising it bumps the id's epoch, so a previous owner
+   * (a killed instance, or a member that lost p in a rebalance) can no longer commit, and the broker
+   * completes or aborts whatever it left open before answering. (kafkajs initialises the id on the
+   * first transaction, not on connect; an empty one is aborted without a round trip.)
+   */
+  private async takeTransactionalId(p: number): Promise<void> {
+    await this.dropProducer(p);
+    const producer = this.opts.kafka.producer({
+      transactionalId: `${this.group}.p${p}`,
       idempotent: true,
       maxInFlightRequests: 1,
       transactionTimeout: this.opts.transactionTimeoutMs ?? 10_000,
@@ -343,52 +359,45 @@ export class ProcessorRuntime<S> {
       // Every message names its partition (the input's): the partitioner is never asked.
       createPartitioner: Partitioners.DefaultPartitioner,
     });
+    try {
+      await producer.connect();
+      await (await producer.transaction()).abort();
+    } catch (err) {
+      await producer.disconnect().catch((e: unknown) => this.log.debug({ err: describeError(e) }, 'producer that failed to initialise did not disconnect cleanly'));
+      throw err;
+    }
+    this.producers.set(p, producer);
+  }
+
+  private async dropProducer(p: number): Promise<void> {
+    const producer = this.producers.get(p);
+    this.producers.delete(p);
+    await producer?.disconnect().catch((e: unknown) => this.log.debug({ err: describeError(e), partition: p }, 'transactional producer did not disconnect cleanly'));
   }
 
   /**
-   * A transaction that failed may leave kafkajs's producer stuck in COMMITTING or ABORTING (its
-   * commit or abort never answered, e.g. while the broker restarted), refusing every later
-   * transaction: the chaos runner's Kafka stop left the processors there for good. So after any
-   * failure a new producer takes over the same transactional id; initialising it fences the old
-   * one and has the broker abort whatever it left open. If Kafka is still away the connect fails
-   * and the next batch tries again.
+   * After a failed transaction: p's state may hold what did not commit, and kafkajs's producer may
+   * be stuck in COMMITTING or ABORTING (a commit that never got its answer, e.g. while the broker
+   * restarted, refusing every later transaction: the chaos runner's Kafka stop left the processors
+   * there for good). Both go; the next batch or timer restores p, taking its id again, which has
+   * the broker abort what was left open.
    */
-  private async renewProducer(): Promise<void> {
-    const old = this.producer;
-    this.producer = this.newProducer();
-    await old?.disconnect().catch((e: unknown) => this.log.debug({ err: describeError(e) }, 'old transactional producer did not disconnect cleanly'));
-    await this.producer.connect().catch((e: unknown) => this.log.warn({ err: describeError(e) }, 'transactional producer not connected yet; the next batch retries'));
+  private async dropPartition(p: number): Promise<void> {
+    this.states.delete(p);
+    await this.dropProducer(p);
   }
 
-  private transact(effects: Effects, partition: number, offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
-    return this.transactMany([{ partition, ...effects }], offsets);
-  }
-
-  /** Outputs and changelog entries of some partitions, and consumed offsets, in one transaction. */
-  private async transactMany(
-    parts: Array<{ partition: number; outputs: Output[]; changes: StateChange[] }>,
-    offsets: Array<{ topic: string; partition: number; offset: string }>,
-  ): Promise<void> {
-    const byTopic = new Map<string, Array<{ key: string; value: Buffer | null; partition: number }>>();
-    const add = (topic: string, m: { key: string; value: Buffer | null; partition: number }) => {
-      let list = byTopic.get(topic);
-      if (!list) byTopic.set(topic, (list = []));
-      list.push(m);
-    };
-    for (const { partition, outputs, changes } of parts) {
-      // Outputs go to the input's partition number: a venue's derived messages stay co-partitioned.
-      for (const o of outputs) add(o.topic, { key: o.key, value: o.value, partition });
-      for (const c of changes) add(this.changelog, { key: c.key, value: c.value, partition });
-    }
-    let txn;
+  /** Partition p's outputs and changelog entries, and consumed offsets, in one transaction. */
+  private async transact(p: number, effects: Effects, offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
+    const producer = this.producers.get(p);
+    if (!producer) throw new Error(`partition ${p} has no transactional producer; it is restored first`);
+    const topicMessages = [
+      ...groupByTopic(effects.outputs.map((o) => ({ topic: o.topic, key: o.key, value: o.value, partition: p }))),
+      ...(effects.changes.length > 0 ? [{ topic: this.changelog, messages: effects.changes.map((c) => ({ key: c.key, value: c.value, partition: p })) }] : []),
+    ];
+    const txn = await producer.transaction();
     try {
-      txn = await this.producer!.transaction();
-    } catch (err) {
-      await this.renewProducer();
-      throw err;
-    }
-    try {
-      if (byTopic.size > 0) await txn.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      if (topicMessages.length > 0) await txn.sendBatch({ acks: -1, topicMessages });
       if (offsets.length > 0) {
         const topics = [...new Set(offsets.map((o) => o.topic))].map((topic) => ({
           topic,
@@ -400,8 +409,10 @@ export class ProcessorRuntime<S> {
       this.stats.transactions++;
     } catch (err) {
       this.stats.aborts++;
-      await txn.abort().catch((e: unknown) => this.log.warn({ err: describeError(e) }, 'abort failed; the new producer has the broker abort it'));
-      await this.renewProducer();
+      await txn.abort().catch((e: unknown) => {
+        if (fenced(e)) this.log.debug({ partition: p }, 'abort refused: the transaction was ended by the fencing');
+        else this.log.warn({ err: describeError(e) }, 'abort failed; the next owner of the id has the broker abort it');
+      });
       throw err;
     }
   }
@@ -416,6 +427,8 @@ export class ProcessorRuntime<S> {
     if (wanted.length === 0) return;
     const started = Date.now();
     const admin = this.admin!;
+    // First the ids: nothing of the previous owners' may commit after the changelog and offsets are read.
+    await Promise.all(wanted.map((p) => this.takeTransactionalId(p)));
     const ends = new Map((await admin.fetchTopicOffsets(this.changelog)).map((o) => [o.partition, { low: BigInt(o.low), high: BigInt(o.high) }]));
     const states = new Map(wanted.map((p) => [p, this.processor.createState()]));
     const pending = new Set(wanted.filter((p) => (ends.get(p)?.high ?? 0n) > (ends.get(p)?.low ?? 0n)));
@@ -441,7 +454,7 @@ export class ProcessorRuntime<S> {
             }
           },
         });
-        // An open transaction of another member holds the end back until it commits or times out.
+        // Taking the ids ended the previous owners' transactions; the wait is for the end to be readable.
         const until = Date.now() + (this.opts.transactionTimeoutMs ?? 10_000) + 30_000;
         while (pending.size > 0) {
           if (Date.now() > until) throw new Error(`changelog restore did not reach the end of partitions ${[...pending].join(', ')}`);
@@ -454,7 +467,9 @@ export class ProcessorRuntime<S> {
       }
     }
     for (const t of await admin.fetchOffsets({ groupId: this.group, topics: this.processor.inputs })) {
-      for (const p of t.partitions) if (Number(p.offset) >= 0) this.position.set(`${t.topic}:${p.partition}`, BigInt(p.offset));
+      for (const p of t.partitions) {
+        if (states.has(p.partition)) this.position.set(`${t.topic}:${p.partition}`, BigInt(Math.max(0, Number(p.offset))));
+      }
     }
     for (const [p, s] of states) this.states.set(p, s);
     this.stats.restores++;
@@ -476,4 +491,20 @@ async function whileConcurrent<T>(send: () => Promise<T>): Promise<T> {
       await new Promise((resolve) => setTimeout(resolve, Math.min(10 * 2 ** attempt, 250)));
     }
   }
+}
+
+/** The transactional id was taken by another producer (a member that now owns the partition). */
+function fenced(err: unknown): boolean {
+  const type = (err as { type?: unknown; originalError?: { type?: unknown } } | undefined)?.type ?? (err as { originalError?: { type?: unknown } } | undefined)?.originalError?.type;
+  return type === 'INVALID_PRODUCER_EPOCH' || type === 'PRODUCER_FENCED';
+}
+
+function groupByTopic(messages: Array<{ topic: string; key: string; value: Buffer; partition: number }>): Array<{ topic: string; messages: Array<{ key: string; value: Buffer; partition: number }> }> {
+  const byTopic = new Map<string, Array<{ key: string; value: Buffer; partition: number }>>();
+  for (const { topic, ...m } of messages) {
+    let list = byTopic.get(topic);
+    if (!list) byTopic.set(topic, (list = []));
+    list.push(m);
+  }
+  return [...byTopic].map(([topic, list]) => ({ topic, messages: list }));
 }

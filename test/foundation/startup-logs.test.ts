@@ -65,7 +65,7 @@ describe('start-up with a correct configuration', () => {
   it('two pipeline processes sharing every group (concurrent topic creation, rebalances) log no warning or error', async () => {
     const prefix = `startup2.${Date.now().toString(36)}`;
     const pipelines = await Promise.all(
-      ['0', '1'].map((id) => startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix, PIPELINE_INSTANCE_ID: id, PIPELINE_METRICS_PORT: '0' })),
+      [0, 1].map(() => startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix, PIPELINE_METRICS_PORT: '0' })),
     );
     // Both joined groups the other was in: the rebalances really happened.
     for (const lines of pipelines) expect(lines.map((l) => l.msg)).toContain('joined group');

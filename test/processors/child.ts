@@ -23,7 +23,7 @@ const processors = [
   createVisitsProcessor({ db, inputTopic: events, outputTopic: derived.visits }),
 ] as Array<Processor<unknown>>;
 const runtimes = processors.map(
-  (p) => new ProcessorRuntime(p, { kafka, log, prefix, partitions: cfg.KAFKA_PARTITIONS, instanceId: 'crash-test', tickMs: 300 }),
+  (p) => new ProcessorRuntime(p, { kafka, log, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300 }),
 );
 for (const rt of runtimes) await rt.start();
 process.stdout.write('started\n');

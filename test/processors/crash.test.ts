@@ -13,6 +13,7 @@ const HOUR = 3_600_000;
 let clean: ProcHarness;
 let crashed: ProcHarness;
 let shared: ProcHarness;
+let fencedOut: ProcHarness;
 const children: ChildProcess[] = [];
 
 /** Starts the processors of `prefix` in a child process; resolves once it says so. */
@@ -55,6 +56,7 @@ beforeAll(async () => {
   clean = await openProcHarness();
   crashed = await openProcHarness();
   shared = await openProcHarness();
+  fencedOut = await openProcHarness();
   const now = Date.now();
   const resetHour = (new Date(now).getUTCHours() + 12) % 24;
   const start = Math.floor((now - 8 * HOUR) / MINUTE) * MINUTE;
@@ -84,6 +86,7 @@ beforeAll(async () => {
   await produce(clean, events);
   await produce(crashed, events);
   await produce(shared, events);
+  await produce(fencedOut, events);
 });
 
 afterAll(async () => {
@@ -91,6 +94,7 @@ afterAll(async () => {
   await clean.close();
   await crashed.close();
   await shared.close();
+  await fencedOut.close();
 });
 
 describe('a processor killed with kill -9 mid-stream', () => {
@@ -119,20 +123,20 @@ describe('a processor killed with kill -9 mid-stream', () => {
 describe('a second instance joining mid-stream', () => {
   it('takes over partitions from the changelog without losing or repeating an output', async () => {
     const h = shared;
-    const start = (instanceId: string) =>
+    const start = () =>
       Promise.all(
         [
           createOccupancyProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.occupancy }),
           createVisitsProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.visits }),
         ].map(async (p) => {
-          const rt = new ProcessorRuntime(p as Processor<unknown>, { kafka: h.kafka, log: h.log, prefix: h.prefix, partitions: h.cfg.KAFKA_PARTITIONS, instanceId, tickMs: 300 });
+          const rt = new ProcessorRuntime(p as Processor<unknown>, { kafka: h.kafka, log: h.log, prefix: h.prefix, partitions: h.cfg.KAFKA_PARTITIONS, tickMs: 300 });
           await rt.start();
           return rt;
         }),
       );
-    const first = await start('a');
+    const first = await start();
     await waitFor('some batches committed', async () => (await committed(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events)) > 0, 60_000);
-    const second = await start('b');
+    const second = await start();
     try {
       await committedToEnd(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events, 120_000);
       await committedToEnd(h.admin, `${h.prefix}.proc.visits`, h.topics.events, 120_000);
@@ -147,5 +151,36 @@ describe('a second instance joining mid-stream', () => {
     for (const topic of ['occupancy', 'visits'] as const) {
       expect(sortedValues(await readAll(h, h.derived[topic])), topic).toEqual(reference[topic]);
     }
+  });
+});
+
+describe('a member that lost a partition and has not noticed yet', () => {
+  it('can no longer commit for it once the new owner took the partition, and the owner outputs exactly once', async () => {
+    const h = fencedOut;
+    const processor = createVisitsProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.visits });
+    const rt = new ProcessorRuntime(processor as Processor<unknown>, { kafka: h.kafka, log: h.log, prefix: h.prefix, partitions: h.cfg.KAFKA_PARTITIONS, tickMs: 300 });
+    // The previous owner of every partition, each in the middle of a transaction that wrote an output.
+    const previous = await Promise.all(
+      Array.from({ length: h.cfg.KAFKA_PARTITIONS }, async (_, p) => {
+        const producer = h.kafka.producer({ transactionalId: `${rt.group}.p${p}`, idempotent: true, maxInFlightRequests: 1 });
+        await producer.connect();
+        const txn = await producer.transaction();
+        await txn.send({ topic: h.derived.visits, acks: -1, messages: [{ partition: p, key: 'stale', value: 'from the previous owner' }] });
+        return { producer, txn };
+      }),
+    );
+    try {
+      await rt.start();
+      try {
+        await committedToEnd(h.admin, rt.group, h.topics.events, 120_000);
+        await new Promise((r) => setTimeout(r, 2000));
+      } finally {
+        await rt.stop();
+      }
+      for (const { txn } of previous) await expect(txn.commit()).rejects.toThrow();
+    } finally {
+      for (const { producer } of previous) await producer.disconnect();
+    }
+    expect(sortedValues(await readAll(h, h.derived.visits))).toEqual(reference.visits);
   });
 });

@@ -98,7 +98,6 @@ export function startProcessors(h: ProcHarness, only: Array<'occupancy' | 'visit
     log: h.log,
     prefix: h.prefix,
     partitions: h.cfg.KAFKA_PARTITIONS,
-    instanceId: 'test',
     events: h.topics.events,
     deadLetter: h.topics.deadLetter,
     derived: h.derived,

@@ -49,7 +49,7 @@ export async function startWebStack(): Promise<WebStack> {
     });
     stops.push(() => sink.stop());
     const processors: RunningProcessors = await runProcessors({
-      kafka, db, ch, producer, log, prefix, partitions: cfg.KAFKA_PARTITIONS, instanceId: 'web-test', events: topics.events, deadLetter: topics.deadLetter,
+      kafka, db, ch, producer, log, prefix, partitions: cfg.KAFKA_PARTITIONS, events: topics.events, deadLetter: topics.deadLetter,
       derived: derivedTopicNames(prefix), batchRows: 5000, batchMs: 100, drainMs: 5000, tickMs: 300,
     });
     stops.push(() => processors.stop());
