@@ -142,6 +142,14 @@ export interface EventMessage {
 
 /** The messages for one venue's events, in order. */
 export function encodeEventMessages(events: CanonicalEvent[]): EventMessage[] {
+  // Nearly every request fits one message: one serialisation and one UTF-8 pass, no per-event sizes.
+  if (events.length === 0) return [];
+  const whole = Buffer.from(JSON.stringify(events));
+  if (whole.length <= MAX_EVENT_MESSAGE_BYTES) {
+    const types = new Set<string>();
+    for (const e of events) types.add(e.type);
+    return [{ value: whole, headers: { [EVENT_TYPES_HEADER]: [...types].join(',') } }];
+  }
   const out: EventMessage[] = [];
   let parts: string[] = [];
   let bytes = 2;
