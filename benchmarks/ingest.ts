@@ -14,7 +14,7 @@ import { repoPath } from '../lib/paths.js';
 import { derivedTopicNames, topicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
-import { benchConfig, cpuSecondsOf, enginePids, freshDatabases, machine, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, cpuSecondsOf, cpuShare, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -201,6 +201,7 @@ const topicEnd = async (topic = eventsTopic) => new Map((await kafkaAdmin.fetchT
 const inputOf = (processor: string) => (processor === 'health' ? derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports : eventsTopic);
 const endBeforeLoad = await topicEnd();
 const cpuBefore = cpuNow();
+const machineBefore = machineCpu();
 const started = performance.now();
 const deadline = started + DURATION_S * 1000;
 let next = 0;
@@ -252,6 +253,7 @@ await Promise.all([...Array.from({ length: CLIENTS }, client), probe()]);
 const elapsedS = (performance.now() - started) / 1000;
 const loadEnded = performance.now();
 const cpuAtLoadEnd = cpuNow();
+const machineAtLoadEnd = machineCpu();
 const probeEvents = probeLags.length;
 let stored = 0;
 while (performance.now() - loadEnded < 120_000) {
@@ -351,11 +353,12 @@ const result = {
   kafkaProducerPerformance: { recordsPerSec: round(kafkaCeiling, 0), recordSizeBytes: sampleEventBytes, acks: 'all', line: perfLine },
   ratioToKafkaCeiling: round(eventsPerSec / kafkaCeiling, 3),
   cpuSecondsDuringLoad: cpuSince(cpuBefore, cpuAtLoadEnd),
+  cpuStolenDuringLoadPercent: round(cpuShare(machineBefore, machineAtLoadEnd, 'steal') * 100, 0),
   cpuSecondsLoadToCaughtUp: cpuSince(cpuBefore, cpuAfterCatchUp),
 };
 const path = writeResult(args.out ?? (RATE ? 'ingest-paced' : 'ingest'), result);
 console.log(JSON.stringify(result, null, 2));
 console.log(`\naccepted ${round(eventsPerSec, 0)} events/s (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
-  `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; ` +
+  `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; ${result.cpuStolenDuringLoadPercent} % of the CPU stolen by the hypervisor during the load; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; ` +
   `processors caught up ${Object.entries(processorLag).map(([n, l]) => `${n} ${l.catchUpMs ?? 'not'} ms (lag ${l.lagEventsAtLoadEnd} events)`).join(', ')}, pipeline RSS ${pipelineRssMb} MB; written to ${path}`);
 process.exit(0);

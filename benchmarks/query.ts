@@ -5,7 +5,6 @@
  * 1 hour and ~7 days at 1 minute, and asks the same question of the raw table for comparison.
  */
 import { createClient } from '@clickhouse/client';
-import { existsSync, readFileSync } from 'node:fs';
 import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -18,7 +17,7 @@ import { planBuckets } from '../domain/telemetry/buckets.js';
 import { PLAN_LIMITS, type Plan } from '../domain/tenants/plans.js';
 import { topicNames } from '../lib/events.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, machine, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, cpuSecondsOf, cpuShare, enginePids, machine, machineCpu, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -283,27 +282,10 @@ async function settleMerges(): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
-/** The machine's CPU time so far (/proc/stat, all cores), in clock ticks. */
-function cpuTicks(): { idle: number; total: number } {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  return { idle: f[3]! + f[4]!, total: f.reduce((a, b) => a + b, 0) };
-}
-const busyShare = (a: { idle: number; total: number }, b: { idle: number; total: number }) => 1 - (b.idle - a.idle) / (b.total - a.total);
-
-/** A process's CPU time so far (utime + stime), in clock ticks; 0 when unknown. */
-function processTicks(pid: number | undefined): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return 0;
-  }
-}
-
 async function cpuBusy(): Promise<number> {
-  const a = cpuTicks();
+  const a = machineCpu();
   await new Promise((r) => setTimeout(r, 2000));
-  return busyShare(a, cpuTicks());
+  return cpuShare(a, machineCpu(), 'busy');
 }
 
 /** This box is shared (bench:ingest may run alongside): wait up to 3 minutes for it to be quiet before timing. */
@@ -473,10 +455,9 @@ const busyBefore = await waitQuiet();
 if (busyBefore > 0.15) console.log(`warning: the CPU is ${round(busyBefore * 100, 0)} % busy with something else: timings may be disturbed`);
 console.log(`timing ${WARMUP} warm-up + ${ITERATIONS} requests per question, one at a time`);
 // ClickHouse uses both cores for one query, so the share of the machine taken by anything else tells a disturbed run.
-const clickhousePidFile = repoPath('.stack', 'clickhouse', 'clickhouse-server.pid');
-const clickhousePid = existsSync(clickhousePidFile) ? Number(readFileSync(clickhousePidFile, 'utf8').trim()) : undefined;
-const ownTicks = () => processTicks(process.pid) + processTicks(api.child.pid) + processTicks(clickhousePid);
-const ticksBefore = { machine: cpuTicks(), own: ownTicks() };
+// This process counts with its children (the api).
+const ownSeconds = () => Object.values(cpuSecondsOf({ bench: process.pid, clickhouse: enginePids().clickhouse })).reduce((n, s) => n + (Number.isNaN(s) ? 0 : s), 0);
+const ticksBefore = { machine: machineCpu(), own: ownSeconds() };
 
 // The API's fixed cost (auth, usage meter, one Postgres read, HTTP) without ClickHouse.
 const floor = stats((await timeApi(`/api/venues/${main.id}`, tenants.mainKey)).ms);
@@ -533,11 +514,13 @@ const capCheck = await fetch(`${base}/api/venues/${main.id}/telemetry?keys=tempe
   headers: { authorization: `Bearer ${tenants.mainKey}` },
 });
 const capBody = (await capCheck.json()) as { error?: string };
-const ticksAfter = { machine: cpuTicks(), own: ownTicks() };
-const busyDuring = busyShare(ticksBefore.machine, ticksAfter.machine);
+const ticksAfter = { machine: machineCpu(), own: ownSeconds() };
+const busyDuring = cpuShare(ticksBefore.machine, ticksAfter.machine, 'busy');
+const stolenDuring = cpuShare(ticksBefore.machine, ticksAfter.machine, 'steal');
 // Postgres and Redis serving the api count as other: a few per cent is normal.
-const otherDuring = busyDuring - (ticksAfter.own - ticksBefore.own) / (ticksAfter.machine.total - ticksBefore.machine.total);
+const otherDuring = busyDuring - stolenDuring - (ticksAfter.own - ticksBefore.own) / (ticksAfter.machine.total - ticksBefore.machine.total);
 if (otherDuring > 0.15) console.log(`warning: other processes took ${round(otherDuring * 100, 0)} % of the CPU while timing: rerun with --reuse when the machine is quiet`);
+if (stolenDuring > 0.1) console.log(`warning: the hypervisor took ${round(stolenDuring * 100, 0)} % of the CPU while timing (steal): the figures are slower than this machine's own`);
 
 await api.stop();
 await loader.close();
@@ -551,6 +534,7 @@ const result = {
   cpuBusyBeforeTimingPercent: round(busyBefore * 100, 0),
   cpuBusyDuringTimingPercent: round(busyDuring * 100, 0),
   cpuOtherDuringTimingPercent: round(otherDuring * 100, 0),
+  cpuStolenDuringTimingPercent: round(stolenDuring * 100, 0),
   settings: { events: EVENTS, days: DAYS, chunk: CHUNK, iterations: ITERATIONS, warmup: WARMUP, reuse: args.reuse, rateLimits: cfg.RATE_LIMITS_ENABLED },
   data: {
     database: DB,
