@@ -26,7 +26,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { createCh } from '../clickhouse/client.js';
 import { topicNames } from '../lib/events.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, freshDatabases, machine, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, dropEarlierRunTopics, freshDatabases, machine, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, settle, type FleetTenant } from './lib/fleet.js';
 
 const SINGLE_BROKER_FAULTS = ['pipeline-kill', 'api-kill', 'kafka-stop', 'clickhouse-stop', 'postgres-stop', 'redis-stop'] as const;
@@ -101,14 +101,11 @@ console.log(
 );
 
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_chaos');
+// Earlier runs' topics would be recovered too when a stopped broker restarts: slower with every run.
+await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'chaos', cfg.KAFKA_TOPIC_PREFIX);
 
 const kafkaAdmin = BROKERS === 3 ? new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'chaos-admin', logLevel: logLevel.NOTHING }).admin() : null;
 await kafkaAdmin?.connect();
-if (kafkaAdmin) {
-  // Earlier runs' topics would be recovered too when the killed node restarts: slower with every run.
-  const stale = (await kafkaAdmin.listTopics()).filter((t) => t.startsWith('chaos.') && !t.startsWith(`${cfg.KAFKA_TOPIC_PREFIX}.`));
-  if (stale.length > 0) await kafkaAdmin.deleteTopics({ topics: stale });
-}
 
 /** Processes that died without being killed by the runner (a crash is a failure of the fault it happened in). */
 const crashes: string[] = [];

@@ -14,7 +14,7 @@ import { repoPath } from '../lib/paths.js';
 import { derivedTopicNames, topicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
-import { benchConfig, cpuSecondsOf, cpuShare, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, cpuShare, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -68,6 +68,8 @@ console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} oper
 
 // Fresh databases for the run.
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_bench');
+// bench:query keeps its data set (and topics) between runs.
+await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'bench', cfg.KAFKA_TOPIC_PREFIX, ['bench.query']);
 
 // Kafka's own producer, same broker, same acks, message size of a canonical event: the ceiling.
 const sampleEventBytes = 520;

@@ -15,7 +15,7 @@ import { derivedTopicNames, topicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, cpuSecondsOf, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, type FleetTenant } from './lib/fleet.js';
 
 const { values: args } = parseArgs({
@@ -69,6 +69,7 @@ const { cfg, env } = benchConfig({
 console.log(`soak  ${MINUTES} min at ${RATE} events/s (${Number(args.rate) ? 'as given' : `half of the measured ${measuredMax}`}), ${args.subscribers} subscribers per venue, ${Number(args.devices) || 'only new'} devices`);
 
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak');
+await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'soak', cfg.KAFKA_TOPIC_PREFIX);
 
 const logDir = args.logs;
 if (logDir) mkdirSync(logDir, { recursive: true });

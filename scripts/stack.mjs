@@ -88,7 +88,7 @@ async function upOne(svc, { log, notes }) {
   const pid = svc.pid();
   if (pid && pidIs(pid, svc.marker)) {
     // Ours and alive: reuse it once it answers (it may still be starting).
-    const res = await waitFor(() => svc.ready({ fresh: false }), { timeoutMs: svc.timeoutMs, alive: () => pidAlive(pid) });
+    const res = await waitFor(() => svc.ready({ fresh: false }), { timeoutMs: svc.timeoutMs, alive: () => pidAlive(pid), busy: svc.busy?.bind(svc) });
     if (res !== 'ok') throw new StackError(svc.name, `running as pid ${pid} but not answering on ${endpoint(svc)}`, svc.log);
     if (svc.afterReady) await svc.afterReady();
     const extra = svc.onReuse ? await svc.onReuse() : null;
@@ -102,6 +102,7 @@ async function upOne(svc, { log, notes }) {
   const res = await waitFor(() => svc.ready({ fresh: true }), {
     timeoutMs: svc.timeoutMs,
     alive: () => { const p = svc.pid() ?? started; return !!p && pidAlive(p); },
+    busy: svc.busy?.bind(svc),
   });
   if (res !== 'ok') {
     const why = res === 'died' ? 'exited during start-up' : `did not answer on ${endpoint(svc)} within ${svc.timeoutMs / 1000}s`;

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
+import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { createCh } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
@@ -53,6 +54,27 @@ async function dropChDatabase(ch: ReturnType<typeof createCh>, name: string): Pr
     await new Promise((r) => setTimeout(r, 1000));
   }
   throw new Error(`ClickHouse database ${name} still exists five minutes after DROP DATABASE`);
+}
+
+/**
+ * Deletes the topics earlier runs of a benchmark left behind (`<family>.<run id>.…`), except the
+ * current run's and those under `keep`. Every run has topics of its own; left to pile up they fill
+ * the disk and a broker restarted after an unclean stop recovers every partition before it answers
+ * (1,700 partitions: over 90 s). The last run's topics stay until the next run, for inspection.
+ */
+export async function dropEarlierRunTopics(brokers: string[], family: string, current: string, keep: string[] = []): Promise<void> {
+  const admin = new Kafka({ brokers, clientId: `${family}-cleanup`, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const mine = [current, ...keep].map((p) => `${p}.`);
+    const stale = (await admin.listTopics()).filter((t) => t.startsWith(`${family}.`) && !mine.some((p) => t.startsWith(p)));
+    if (stale.length > 0) {
+      await admin.deleteTopics({ topics: stale, timeout: 120_000 });
+      console.log(`deleted ${stale.length} topics of earlier ${family} runs`);
+    }
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 /**

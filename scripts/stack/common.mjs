@@ -188,17 +188,31 @@ export function spawnDetached(cmd, args, outFile, { cwd = ROOT, env } = {}) {
   }
 }
 
-/** Polls check() until truthy. alive() returning false aborts early (the process died). */
-export async function waitFor(check, { timeoutMs, alive, intervalMs = 200 }) {
+/**
+ * Polls check() until truthy. alive() returning false aborts early (the process died). Past the
+ * timeout the wait goes on while busy() says the process is still working (e.g. recovering its
+ * data after an unclean stop), up to five times the timeout.
+ */
+export async function waitFor(check, { timeoutMs, alive, busy, intervalMs = 200 }) {
   const deadline = Date.now() + timeoutMs;
+  const limit = Date.now() + 5 * timeoutMs;
   for (;;) {
     if (await check()) return 'ok';
     if (alive && !(await alive())) {
       // One last look: the process may have exited just after becoming ready (daemonizing).
       return (await check()) ? 'ok' : 'died';
     }
-    if (Date.now() > deadline) return 'timeout';
+    if (Date.now() > deadline && (Date.now() > limit || !busy || !busy())) return 'timeout';
     await sleep(intervalMs);
+  }
+}
+
+/** True when `file` was written to within the last `ms` milliseconds. */
+export function writtenWithin(file, ms) {
+  try {
+    return Date.now() - fs.statSync(file).mtimeMs < ms;
+  } catch {
+    return false;
   }
 }
 

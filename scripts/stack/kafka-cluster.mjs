@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  HOST, PORTS, STACK_DIR, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, render, run, spawnDetached, writeIfChanged,
+  HOST, PORTS, STACK_DIR, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, render, run, spawnDetached, writeIfChanged, writtenWithin,
 } from './common.mjs';
 import { clusterIdIn, ensureLibs, formatStorage, javaArgs, missingPackages, rotateLog, startedLogged } from './kafka.mjs';
 
@@ -46,6 +46,8 @@ function clusterNode(n) {
     timeoutMs: 150_000,
     missingPackages,
     pid() { return readPid(f.pid); },
+    // Still logging: recovering its partitions after an unclean stop.
+    busy() { return writtenWithin(f.out, 10_000); },
     prepare() {
       mkdirp(f.data);
       writeIfChanged(f.props, render('kafka/cluster.properties', {

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   PORTS, STACK_DIR, StackError, TEMPLATES, exists, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, rel,
-  render, run, spawnDetached, which, writeIfChanged,
+  render, run, spawnDetached, which, writeIfChanged, writtenWithin,
 } from './common.mjs';
 
 const DIR = path.join(STACK_DIR, 'kafka');
@@ -131,6 +131,9 @@ export const kafka = {
     fs.writeFileSync(F.pid, `${pid}\n`);
     return pid;
   },
+
+  /** Still logging: after an unclean stop the broker recovers every partition's log before it answers. */
+  busy() { return writtenWithin(F.out, 10_000); },
 
   async ready({ fresh } = {}) {
     if (!(await portOpen(PORTS.kafka))) return false;

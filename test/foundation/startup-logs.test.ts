@@ -51,7 +51,8 @@ const warnings = (lines: LogLine[]) => lines.filter((l) => l.level >= 40).map((l
 
 describe('start-up with a correct configuration', () => {
   it('the api, the pipeline and the edge log no warning or error from start to a clean stop', async () => {
-    const prefix = `startup.${Date.now().toString(36)}`;
+    // Under the run's prefix: the run's teardown deletes these topics with its own.
+    const prefix = `${process.env.KAFKA_TOPIC_PREFIX}.startup`;
     const [api, pipeline, edge] = await Promise.all([
       startAndStop('apps/api/main.ts', 'api listening', { API_PORT: String(await freePort()), API_HOST: '127.0.0.1', KAFKA_TOPIC_PREFIX: prefix }),
       startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix }),
@@ -63,7 +64,7 @@ describe('start-up with a correct configuration', () => {
   }, 90_000);
 
   it('two pipeline processes sharing every group (concurrent topic creation, rebalances) log no warning or error', async () => {
-    const prefix = `startup2.${Date.now().toString(36)}`;
+    const prefix = `${process.env.KAFKA_TOPIC_PREFIX}.startup2`;
     const pipelines = await Promise.all(
       [0, 1].map(() => startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix, PIPELINE_METRICS_PORT: '0' })),
     );
