@@ -185,6 +185,35 @@ const keyedPartitioner: ICustomPartitioner = () => {
  * kafkajs retries an idempotent send forever; pass bounded retries only together with a fresh
  * producer after a failure (see createPublisher).
  */
+/**
+ * kafkajs groups a send's messages by partition in time quadratic in their number (it copies the
+ * partition's list for every message: 10,000 messages cost 144 ms); sends of at most this many
+ * keep it linear.
+ */
+export const MAX_MESSAGES_PER_SEND = 500;
+
+/** `topicMessages` cut into sends of at most `max` messages, in order (sent one after the other, order holds). */
+export function inSends(topicMessages: TopicMessages[], max = MAX_MESSAGES_PER_SEND): TopicMessages[][] {
+  const sends: TopicMessages[][] = [];
+  let current: TopicMessages[] = [];
+  let room = max;
+  for (const { topic, messages } of topicMessages) {
+    for (let i = 0; i < messages.length; ) {
+      if (room === 0) {
+        sends.push(current);
+        current = [];
+        room = max;
+      }
+      const part = messages.slice(i, i + room);
+      current.push({ topic, messages: part });
+      room -= part.length;
+      i += part.length;
+    }
+  }
+  if (current.length > 0) sends.push(current);
+  return sends;
+}
+
 export function createProducer(kafka: Kafka, retry?: RetryOptions): Producer {
   return kafka.producer({
     idempotent: true,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AssignerProtocol, type Admin, type Consumer, type EachBatchPayload, type Kafka, type PartitionAssigner, type Producer, Partitioners } from 'kafkajs';
 import { changelogTopicName, decodeEventsOfTypes, type CanonicalEvent, type EventType } from '../../lib/events.js';
-import { createMissingTopics, subscribeWhenKnown } from '../../lib/kafka.js';
+import { createMissingTopics, inSends, subscribeWhenKnown } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { describeError } from '../sink/dead-letter.js';
 
@@ -397,7 +397,7 @@ export class ProcessorRuntime<S> {
     ];
     const txn = await producer.transaction();
     try {
-      if (topicMessages.length > 0) await txn.sendBatch({ acks: -1, topicMessages });
+      for (const send of inSends(topicMessages)) await txn.sendBatch({ acks: -1, topicMessages: send });
       if (offsets.length > 0) {
         const topics = [...new Set(offsets.map((o) => o.topic))].map((topic) => ({
           topic,

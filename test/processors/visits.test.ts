@@ -19,6 +19,9 @@ let shop: Awaited<ReturnType<typeof newVenue>>;
 let berlin: Awaited<ReturnType<typeof newVenue>>;
 let stranger: Awaited<ReturnType<typeof newVenue>>;
 let empty: Awaited<ReturnType<typeof newVenue>>;
+let crowd: Awaited<ReturnType<typeof newVenue>>;
+/** More devices than one Kafka send takes (lib/kafka.ts MAX_MESSAGES_PER_SEND): their state changes and visits span several sends of one transaction. */
+const CROWD = 1200;
 
 /** Sightings of one device at minute offsets from `from`. */
 function seen(v: { operatorId: string; venueId: string }, name: string, from: number, minutes: number[], extra: Partial<CanonicalEvent> = {}): CanonicalEvent[] {
@@ -31,6 +34,7 @@ beforeAll(async () => {
   berlin = await newVenue(h.db, { timezone: 'Europe/Berlin' });
   stranger = await newVenue(h.db);
   empty = await newVenue(h.db);
+  crowd = await newVenue(h.db);
   const events: CanonicalEvent[] = [
     // 14 minutes, never unseen for 15: one visit (also one in the aisle).
     ...seen(shop, 'd1', T, [0, 5, 10, 14], { zoneId: shop.zones.aisle! }),
@@ -53,6 +57,7 @@ beforeAll(async () => {
     for (const d of days(n)) events.push(...seen(berlin, name, noon(d), [0, 5]));
   }
   events.push(...seen(berlin, 'H', localDayStart(today - 6, 'Europe/Berlin') + 10 * MINUTE, [0, 10]));
+  for (let i = 0; i < CROWD; i++) events.push(...seen(crowd, `crowd-${i}`, T, [0, 2]));
   events.sort((a, b) => a.ts - b.ts);
   await produce(h, events);
   run = await startProcessors(h, ['visits']);
@@ -61,6 +66,10 @@ beforeAll(async () => {
   await waitFor('the last visits', async () => {
     const [row] = await chRows<{ n: number }>(h.ch, chsql`SELECT toUInt32(count()) AS n FROM visits WHERE venue_id = toUUID(${berlin.venueId})`);
     return row!.n >= 1 + 3 + 5 + 9 + 1;
+  });
+  await waitFor('the crowd', async () => {
+    const [row] = await chRows<{ n: number }>(h.ch, chsql`SELECT toUInt32(count()) AS n FROM visits WHERE venue_id = toUUID(${crowd.venueId})`);
+    return row!.n >= CROWD;
   });
   await committedToEnd(h.admin, `${h.prefix}.sink.visits`, h.derived.visits);
 });
@@ -88,6 +97,15 @@ describe('visits processor', () => {
     expect(of('d4')).toEqual([]);
     expect(of('d5')).toEqual([]);
     expect(of('d6')).toEqual([[61, 8]]);
+  });
+
+  it('stores every visit of a crowd once, though one batch changes more entries than one Kafka send takes', async () => {
+    const [row] = await chRows<{ visits: number; devices: number; dwell: number }>(
+      h.ch,
+      chsql`SELECT toUInt32(count()) AS visits, toUInt32(uniqExact(device)) AS devices, toUInt32(max(dwell_seconds)) AS dwell
+              FROM visits WHERE venue_id = toUUID(${crowd.venueId})`,
+    );
+    expect(row).toEqual({ visits: CROWD, devices: CROWD, dwell: 120 });
   });
 
   it('answers the dwell histogram of the venue and each zone', async () => {
