@@ -16,6 +16,8 @@ import { telemetryDocument, telemetrySeriesSql, type Aggregation, type EpochSeri
 import { planBuckets } from '../domain/telemetry/buckets.js';
 import { PLAN_LIMITS, type Plan } from '../domain/tenants/plans.js';
 import { topicNames } from '../lib/events.js';
+import { createLogger } from '../lib/logger.js';
+import { compactClosedPartitions } from '../pipeline/compaction.js';
 import { repoPath } from '../lib/paths.js';
 import { benchConfig, cpuSecondsOf, cpuShare, enginePids, machine, machineCpu, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 
@@ -434,6 +436,15 @@ if (previous) {
   loaded = { ...l, reused: false, mergeWaitS: round(await settleMerges()) };
 }
 
+// What the pipeline's hourly housekeeping does to the days the data covers: each closed partition of
+// the rollups merged into one part (the bulk load leaves several; see pipeline/compaction.ts).
+const compactStarted = performance.now();
+const compactCh = createCh(cfg, DB, { requestTimeoutMs: 600_000 });
+const compacted = await compactClosedPartitions(compactCh, createLogger('bench', 'warn'), { limit: Infinity });
+await compactCh.close();
+const compaction = { partitions: compacted.length, partsBefore: compacted.reduce((n, c) => n + c.parts, 0), seconds: round((performance.now() - compactStarted) / 1000) };
+console.log(`compaction: ${compaction.partitions} closed partitions of the rollups merged (${compaction.partsBefore} parts) in ${compaction.seconds} s`);
+
 const main = tenants.venues[0]!;
 const points = await count(chsql`SELECT count() AS n FROM telemetry_points`);
 const mainPoints = await count(chsql`SELECT count() AS n FROM telemetry_points WHERE venue_id = toUUID(${main.id})`);
@@ -550,6 +561,7 @@ const result = {
     loadEventsPerSec: loaded.reused ? null : round(loaded.events / loaded.seconds, 0),
     loadPointsPerSec: loaded.reused ? null : round(points / loaded.seconds, 0),
     mergeWaitSeconds: loaded.mergeWaitS,
+    compaction,
     tables: parts.map((p) => ({ table: p.table, activeParts: Number(p.parts), rows: Number(p.rows), mib: round(Number(p.bytes) / 2 ** 20) })),
   },
   apiFloorMs: { what: 'GET /api/venues/:id (auth, usage meter, one Postgres read, HTTP): the fixed cost without ClickHouse', ...floor },

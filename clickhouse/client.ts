@@ -3,13 +3,14 @@ import type { Config } from '../lib/config.js';
 
 export type Ch = ClickHouseClient;
 
-export function createCh(cfg: Config, database: string | null = cfg.CLICKHOUSE_DATABASE): Ch {
+/** `requestTimeoutMs`: how long a statement may take before the client gives up on it (30 s; longer for maintenance). */
+export function createCh(cfg: Config, database: string | null = cfg.CLICKHOUSE_DATABASE, { requestTimeoutMs = 30_000 } = {}): Ch {
   return createClient({
     url: cfg.CLICKHOUSE_URL,
     username: cfg.CLICKHOUSE_USER,
     password: cfg.CLICKHOUSE_PASSWORD,
     ...(database ? { database } : {}),
-    request_timeout: 30000,
+    request_timeout: requestTimeoutMs,
     // Gzip costs more CPU than it saves on a local network; turn it on for a distant server.
     compression: { request: false, response: cfg.CLICKHOUSE_COMPRESSION },
     max_open_connections: 10,

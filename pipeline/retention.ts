@@ -3,7 +3,6 @@ import { activePartitions, dropPartition, type RetainedTable } from '../clickhou
 import type { Logger } from '../lib/logger.js';
 
 const DAY_MS = 86_400_000;
-const RETENTION_EVERY_MS = 3_600_000;
 
 /**
  * The daily rollup's partitions are venue-local days; a local day can end up to 12 h after the
@@ -39,21 +38,4 @@ export async function dropExpiredPartitions(ch: Ch, log: Logger, now = Date.now(
   }
   if (dropped.length > 0) log.info({ dropped }, 'retention: dropped expired partitions');
   return dropped;
-}
-
-/** Runs the retention job now and then every `everyMs` (hourly) until stopped. */
-export function scheduleRetention(ch: Ch, log: Logger, everyMs = RETENTION_EVERY_MS): { stop(): Promise<void> } {
-  const rlog = log.child({ component: 'retention' });
-  let running: Promise<unknown> = Promise.resolve();
-  const run = () => {
-    running = dropExpiredPartitions(ch, rlog).catch((err: Error) => rlog.error({ err: err.message }, 'retention run failed; retried next hour'));
-  };
-  run();
-  const timer = setInterval(run, everyMs);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
 }

@@ -3,7 +3,8 @@ import { createLogger } from '../../lib/logger.js';
 import { closeServices, createServices } from '../shared/services.js';
 import { onShutdown } from '../../lib/shutdown.js';
 import { derivedTopicNames } from '../../lib/events.js';
-import { scheduleRetention } from '../../pipeline/retention.js';
+import { scheduleHousekeeping } from '../../pipeline/housekeeping.js';
+import { createCh } from '../../clickhouse/client.js';
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
 import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
@@ -57,12 +58,17 @@ const alarmRules = await runAlarmRules({
   prefix: cfg.KAFKA_TOPIC_PREFIX,
   partitions: cfg.KAFKA_PARTITIONS,
 });
-const retention = scheduleRetention(services.ch, log);
+// Its own client: a compaction waits for its merge, longer than the sinks' 30 s statement limit.
+const housekeepingCh = createCh(cfg, cfg.CLICKHOUSE_DATABASE, { requestTimeoutMs: 600_000 });
+const housekeeping = scheduleHousekeeping(housekeepingCh, log);
 const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg.PIPELINE_METRICS_PORT, log);
 log.info({ topic: services.topics.events }, 'pipeline running');
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
-  ['stop the retention job', () => retention.stop()],
+  ['stop the housekeeping (retention and compaction): finish the partition in hand', async () => {
+    await housekeeping.stop();
+    await housekeepingCh.close();
+  }],
   ['stop the processors (each finishes its transaction), then write and commit their outputs held by the sinks', () => processors.stop()],
   ['stop the alarm rules: finish the input in hand, commit, leave the group', () => alarmRules.stop()],
   ['stop fetching events, write and commit what is held, leave the group', () => sink.stop()],

@@ -24,3 +24,28 @@ export function dropPartitionSql(table: RetainedTable, partitionId: string): ChS
 export async function dropPartition(ch: Ch, table: RetainedTable, partitionId: string): Promise<void> {
   await chExec(ch, dropPartitionSql(table, partitionId));
 }
+
+/** The rollups telemetry queries read: a query reads at least a granule of every part of every partition it touches. */
+export const COMPACTED_TABLES = ['telemetry_1m', 'telemetry_1h', 'telemetry_1d'] as const;
+export type CompactedTable = (typeof COMPACTED_TABLES)[number];
+
+/** Partitions of the compacted tables made of more than one active part, with their part count. */
+export function splitPartitionsSql(): ChSql {
+  return chsql`SELECT table, partition_id, toUInt32(count()) AS parts FROM system.parts
+                WHERE database = currentDatabase() AND active AND has(${[...COMPACTED_TABLES]}, table)
+                GROUP BY table, partition_id HAVING parts > 1
+                ORDER BY table, partition_id`;
+}
+
+export async function splitPartitions(ch: Ch): Promise<Array<{ table: CompactedTable; partition_id: string; parts: number }>> {
+  return chRows(ch, splitPartitionsSql());
+}
+
+/** Merges the partition's parts into one (waits for it; `PARTITION ID` works on 18.16 and current versions). */
+export function optimizePartitionSql(table: CompactedTable, partitionId: string): ChSql {
+  return chsql`OPTIMIZE TABLE ${raw(table)} PARTITION ID ${partitionId} FINAL`;
+}
+
+export async function optimizePartition(ch: Ch, table: CompactedTable, partitionId: string): Promise<void> {
+  await chExec(ch, optimizePartitionSql(table, partitionId));
+}

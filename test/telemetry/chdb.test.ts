@@ -4,7 +4,7 @@ import { createCh, type Ch, type ChSql } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor, type ChExecutor } from '../../clickhouse/migrate.js';
 import { operatorActivitySql, operatorEventCountSql } from '../../clickhouse/queries/dashboard.js';
 import { insertEvents, storedEventIdsSql, storedOffsetsSql } from '../../clickhouse/queries/events.js';
-import { activePartitionsSql, dropPartitionSql } from '../../clickhouse/queries/retention.js';
+import { activePartitionsSql, dropPartitionSql, optimizePartitionSql, splitPartitionsSql } from '../../clickhouse/queries/retention.js';
 import { AGGREGATIONS, telemetryPointsSql, telemetrySeriesSql, type EpochSeriesQuery, type SeriesQuery } from '../../clickhouse/queries/telemetry.js';
 import type { CanonicalEvent } from '../../lib/events.js';
 import { toRow } from '../../pipeline/sink/rows.js';
@@ -118,5 +118,19 @@ describe('the service queries on current ClickHouse and on 18.16', () => {
     await current.exec(dropPartitionSql('events', '365-20261024').text);
     const after = await current.query<{ table: string; partition_id: string }>(activePartitionsSql().text);
     expect(after).not.toContainEqual({ table: 'events', partition_id: '365-20261024' });
+  });
+
+  it('find partitions in several parts and merge one by id', async () => {
+    const [, current] = engines[0]!;
+    const row = toRow(event({ operatorId, venueId, ts: base + 60_000, metrics: { temperature: 30 } }), { topic, partition: 0, offset: '1000', index: 0 }, { timezone: 'Europe/Berlin', retentionDays: 365 });
+    // No background merge between the insert and the look: the partition is in two parts.
+    await current.exec('SYSTEM STOP MERGES telemetry_1m');
+    await current.exec(`INSERT INTO events FORMAT JSONEachRow\n${JSON.stringify(row)}`);
+    const split = await current.query<{ table: string; partition_id: string; parts: number }>(splitPartitionsSql().text);
+    expect(split).toContainEqual({ table: 'telemetry_1m', partition_id: '365-20261024', parts: 2 });
+    await current.exec('SYSTEM START MERGES telemetry_1m');
+    await current.exec(optimizePartitionSql('telemetry_1m', '365-20261024').text);
+    const merged = await current.query<{ table: string; partition_id: string }>(splitPartitionsSql().text);
+    expect(merged.filter((p) => p.table === 'telemetry_1m' && p.partition_id === '365-20261024')).toEqual([]);
   });
 });

@@ -1,0 +1,36 @@
+import type { Ch } from '../clickhouse/client.js';
+import type { Logger } from '../lib/logger.js';
+import { compactClosedPartitions } from './compaction.js';
+import { dropExpiredPartitions } from './retention.js';
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * The pipeline's ClickHouse housekeeping, at start and then every `everyMs` (hourly): drops the
+ * partitions past their retention window, then compacts the closed ones of the rollups. `ch`
+ * should allow long statements (a compaction waits for its merge).
+ */
+export function scheduleHousekeeping(ch: Ch, log: Logger, everyMs = HOUR_MS): { stop(): Promise<void> } {
+  const rlog = log.child({ component: 'retention' });
+  const clog = log.child({ component: 'compaction' });
+  let stopped = false;
+  let running: Promise<unknown> = Promise.resolve();
+  const run = () => {
+    running = (async () => {
+      await dropExpiredPartitions(ch, rlog).catch((err: Error) => rlog.error({ err: err.message }, 'retention run failed; retried next hour'));
+      if (stopped) return;
+      await compactClosedPartitions(ch, clog, { stopping: () => stopped }).catch((err: Error) =>
+        clog.error({ err: err.message }, 'compaction run failed; retried next hour'),
+      );
+    })();
+  };
+  run();
+  const timer = setInterval(run, everyMs);
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
