@@ -14,7 +14,7 @@ import { repoPath } from '../lib/paths.js';
 import { derivedTopicNames, topicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
-import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, cpuShare, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, cpuShare, enginePids, freshDatabases, startFrontDoor, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -27,6 +27,7 @@ const { values: args } = parseArgs({
     'new-devices': { type: 'string', default: '0.1' },
     apis: { type: 'string', default: '1' },
     pipelines: { type: 'string', default: '1' },
+    'front-door': { type: 'boolean', default: false },
     out: { type: 'string' },
   },
 });
@@ -43,6 +44,8 @@ const DEVICE_POOL = 2000;
 const APIS = Number(args.apis);
 /** Pipeline processes; each takes a share of every consumer group's partitions (how the pipeline scales out). */
 const PIPELINES = Number(args.pipelines);
+/** Send through nginx (the stack's front door), which balances over the api instances, instead of to each instance in turn. */
+const FRONT_DOOR = args['front-door'];
 
 const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { quiet: boolean }) => Promise<unknown> };
 await up({ quiet: true });
@@ -51,6 +54,7 @@ const runId = Date.now().toString(36);
 const API_PORT = 3190;
 /** The api's Prometheus endpoint: the server-side split of the request latency is read from it. */
 const API_METRICS_PORT = 3290;
+const FRONT_DOOR_PORT = 3380;
 const { cfg: baseCfg } = benchConfig({});
 const dbUrl = new URL(baseCfg.DATABASE_URL);
 dbUrl.pathname = '/venue_bench';
@@ -109,8 +113,9 @@ const pipelines = startPipelines(PIPELINES, { ...env, LOG_LEVEL: 'info' }, (name
   }
 });
 const base = `http://127.0.0.1:${API_PORT}`;
-const bases = apis.map((_, i) => `http://127.0.0.1:${API_PORT + i}`);
-for (const b of bases) await waitFor('api', async () => (await fetch(`${b}/health`)).ok);
+for (const b of apis.map((_, i) => `http://127.0.0.1:${API_PORT + i}`)) await waitFor('api', async () => (await fetch(`${b}/health`)).ok);
+const frontDoor = FRONT_DOOR ? await startFrontDoor(apis.map((_, i) => API_PORT + i), FRONT_DOOR_PORT) : null;
+const bases = frontDoor ? [frontDoor.url] : apis.map((_, i) => `http://127.0.0.1:${API_PORT + i}`);
 
 async function call(path: string, init: RequestInit & { key?: string } = {}) {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(init.headers as Record<string, string>) };
@@ -182,18 +187,19 @@ const statusCounts: Record<number, number> = {};
 const engines = enginePids();
 const cpuNow = () => {
   const ours = [...apis, ...pipelines].map((p) => p.child.pid);
-  const of = cpuSecondsOf({ ...Object.fromEntries(ours.map((pid) => [String(pid), pid])), kafka: engines.kafka, clickhouse: engines.clickhouse });
+  const of = cpuSecondsOf({ ...Object.fromEntries(ours.map((pid) => [String(pid), pid])), kafka: engines.kafka, clickhouse: engines.clickhouse, frontDoor: frontDoor?.pid });
   const total = (list: Array<{ child: { pid?: number } }>) => list.reduce((n, p) => n + of[String(p.child.pid)]!, 0);
   return {
     api: total(apis),
     pipeline: total(pipelines),
     kafka: of.kafka!,
     clickhouse: of.clickhouse!,
+    ...(frontDoor ? { frontDoor: of.frontDoor! } : {}),
     benchClient: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
   };
 };
 const cpuSince = (from: ReturnType<typeof cpuNow>, to: ReturnType<typeof cpuNow>) =>
-  Object.fromEntries(Object.entries(to).map(([k, v]) => [k, round(v - from[k as keyof typeof from])]));
+  Object.fromEntries(Object.entries(to).map(([k, v]) => [k, round(v - (from[k as keyof typeof from] ?? 0))]));
 // Messages on the events topic before the load: with its end at load end, the events per message (one request's, split past 512 KB).
 const kafkaAdmin = createKafka(cfg, createLogger('bench', 'warn'), 'bench-lag').admin();
 await kafkaAdmin.connect();
@@ -322,6 +328,7 @@ async function serverSide() {
 }
 const server = await serverSide();
 
+await frontDoor?.stop();
 for (const a of apis) await a.stop();
 for (const p of pipelines) await p.stop();
 await chBench.close();
@@ -333,7 +340,7 @@ const result = {
   benchmark: 'ingest',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, offeredEventsPerSec: RATE || 'unpaced', rateLimits: cfg.RATE_LIMITS_ENABLED, apiInstances: APIS, pipelineInstances: PIPELINES, newDeviceShare: NEW_DEVICES },
+  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, offeredEventsPerSec: RATE || 'unpaced', rateLimits: cfg.RATE_LIMITS_ENABLED, apiInstances: APIS, frontDoor: FRONT_DOOR, pipelineInstances: PIPELINES, newDeviceShare: NEW_DEVICES },
   ingest: {
     acceptedEvents: accepted,
     rejectedEvents: rejected,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
@@ -75,6 +75,21 @@ export async function dropEarlierRunTopics(brokers: string[], family: string, cu
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * The stack's front door (nginx, from the same templates and code as `scripts/stack.mjs up`) on
+ * `port`, balancing over the api instances on `apiPorts`; files under .stack/bench-frontdoor/.
+ * Imported from the source tree at run time: the build does not copy the stack's .mjs files.
+ */
+export async function startFrontDoor(apiPorts: number[], port: number): ReturnType<typeof import('../../scripts/stack/nginx.mjs').runFrontDoor> {
+  const { writeFrontDoor, runFrontDoor } = (await import(repoPath('scripts', 'stack', 'nginx.mjs'))) as typeof import('../../scripts/stack/nginx.mjs');
+  const dir = repoPath('.stack', 'bench-frontdoor');
+  mkdirSync(dir, { recursive: true });
+  // nginx workers run as `nobody` when the master is root: they must reach the temp directories.
+  chmodSync(dir, 0o755);
+  writeFrontDoor(dir, { port, apiPort: apiPorts, edgePort: port + 1 });
+  return runFrontDoor(dir);
 }
 
 /**

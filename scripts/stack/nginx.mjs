@@ -3,10 +3,11 @@
 // The config is rendered from stack/nginx/; writeFrontDoor() and nginxArgs() are exported so the
 // front-door tests run an nginx of their own from exactly the same files.
 
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  PORTS, ROOT, STACK_DIR, StackError, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, render, run, sleep, which,
+  HOST, PORTS, ROOT, STACK_DIR, StackError, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, render, run, sleep, which,
   writeIfChanged,
 } from './common.mjs';
 import { upstreamPorts } from './env.mjs';
@@ -34,13 +35,17 @@ export const WEB_ROOT = path.join(ROOT, 'apps', 'web', 'dist');
 export const LOG_FILES = ['access.log', 'error.log', 'nginx.out'];
 export const LOG_MODE = 0o600;
 
-/** nginx.conf for a front door whose files live under `prefix`, listening on 127.0.0.1:`port`. */
+/**
+ * nginx.conf for a front door whose files live under `prefix`, listening on 127.0.0.1:`port`;
+ * `apiPort` is one port or several (api instances the front door balances over).
+ */
 export function renderConfig({ prefix, port, apiPort, edgePort, webRoot = WEB_ROOT }) {
   // Each proxied connection needs two descriptors; stay within the hard open-files limit.
   const nofile = Math.min(hardNofile(), 65536);
   const workerConnections = Math.max(512, Math.min(16384, Math.floor(nofile / 2) - 32));
   return render('nginx/nginx.conf', {
-    PREFIX: prefix, PORT: port, API_PORT: apiPort, EDGE_PORT: edgePort, WEB_ROOT: webRoot, NOFILE: nofile, WORKER_CONNECTIONS: workerConnections,
+    PREFIX: prefix, PORT: port, EDGE_PORT: edgePort,
+    API_SERVERS: [apiPort].flat().map((p) => `server ${HOST}:${p};`).join('\n        '), WEB_ROOT: webRoot, NOFILE: nofile, WORKER_CONNECTIONS: workerConnections,
   });
 }
 
@@ -77,6 +82,45 @@ export function writeFrontDoor(prefix, { port, apiPort, edgePort, webRoot = WEB_
 export const nginxArgs = (prefix, extra = []) => [
   '-e', path.join(prefix, 'error.log'), '-p', `${prefix}/`, '-c', path.join(prefix, 'nginx.conf'), ...extra,
 ];
+
+/**
+ * Runs nginx in the foreground from `dir` (with `args`, by default those of `dir`/nginx.conf) and
+ * resolves once it listens; stop() is graceful (nginx flushes its buffered access log). Its
+ * output goes to `dir`/stdio.out: a file, as nginx opens /dev/stdout by name, which fails on the
+ * socket Node gives a child.
+ */
+export async function runFrontDoor(dir, args = nginxArgs(dir)) {
+  const bin = which('nginx');
+  if (!bin) throw new Error('nginx is not installed: run `npm run stack:up`');
+  const port = Number(/listen 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(path.join(dir, 'nginx.conf'), 'utf8'))?.[1]);
+  const stdio = path.join(dir, 'stdio.out');
+  const fd = fs.openSync(stdio, 'a', 0o600);
+  const child = spawn(bin, [...args, '-g', 'daemon off;'], { cwd: dir, stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  const output = () => fs.readFileSync(stdio, 'utf8');
+  let running = true;
+  const exited = new Promise((resolve) => child.once('exit', () => {
+    running = false;
+    resolve();
+  }));
+  const deadline = Date.now() + 10_000;
+  while (!(await portOpen(port))) {
+    if (!running || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      await exited;
+      throw new Error(`nginx did not start on ${port}:\n${output()}`);
+    }
+    await sleep(50);
+  }
+  const stop = async () => {
+    if (!running) return;
+    child.kill('SIGQUIT');
+    const killed = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(killed);
+  };
+  return { port, url: `http://${HOST}:${port}`, pid: child.pid, output, stop };
+}
 
 export const nginx = {
   name: 'nginx',

@@ -251,6 +251,32 @@ describe('the front door answers every error as the JSON envelope', () => {
   });
 });
 
+describe('the front door in front of several api instances', () => {
+  it('spreads the requests over them, and sends all to the others while one is down', async () => {
+    const second = await startApi(testConfig({ RATE_LIMITS_ENABLED: 'false' }));
+    const instances = [api, second];
+    const door = await startFrontDoor({ apiPort: instances.map((i) => Number(new URL(i.url).port)), edgePort: await freePort() });
+    const venue = await newVenue(api, a.key, { name: 'Balanced venue' });
+    const served = [0, 0];
+    const counters = instances.map((_, i) => () => served[i]!++);
+    instances.forEach((instance, i) => instance.server.on('request', counters[i]!));
+    try {
+      for (let i = 0; i < 20; i++) expect((await request(`${door.url}/api/venues/${venue.id}`, { key: a.key })).status).toBe(200);
+      expect(served[0]! + served[1]!).toBe(20);
+      expect(Math.min(...served)).toBeGreaterThan(0);
+
+      await second.close();
+      const before = served[0]!;
+      for (let i = 0; i < 10; i++) expect((await request(`${door.url}/api/venues/${venue.id}`, { key: a.key })).status).toBe(200);
+      expect(served[0]! - before).toBe(10);
+    } finally {
+      api.server.off('request', counters[0]!);
+      await door.close();
+      await second.close().catch(() => undefined);
+    }
+  });
+});
+
 describe('the front door logs no key', () => {
   it('masks keys in the access log, prints no request line in the error log, and logs upstream failures', async () => {
     const door = await startFrontDoor({ apiPort: Number(new URL(api.url).port), edgePort: await freePort() });

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { repoPath } from '../../lib/paths.js';
-import { LOG_FILES, nginxArgs, nginxBinary, WEB_ROOT, writeFrontDoor } from '../../scripts/stack/nginx.mjs';
+import { LOG_FILES, nginxArgs, runFrontDoor, WEB_ROOT, writeFrontDoor } from '../../scripts/stack/nginx.mjs';
 
 /**
  * A real nginx (the stack's binary) on a free loopback port, run from files written by the stack's
@@ -25,7 +24,6 @@ export interface FrontDoor {
 }
 
 const HOST = '127.0.0.1';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A loopback port nothing listens on (bound, then released). */
 export async function freePort(): Promise<number> {
@@ -36,18 +34,6 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ port, host: HOST });
-    const done = (v: boolean) => {
-      s.destroy();
-      resolve(v);
-    };
-    s.once('connect', () => done(true));
-    s.once('error', () => done(false));
-  });
-}
-
 function tempDir(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'venue-frontdoor-'));
   // nginx workers run as `nobody` when the master is root: they must reach the temp directories.
@@ -56,52 +42,26 @@ function tempDir(): string {
 }
 
 async function run(dir: string, args: string[], logFiles: () => string[]): Promise<FrontDoor> {
-  const bin = nginxBinary();
-  if (!bin) throw new Error('nginx is not installed: run `npm run stack:up` (global setup normally does)');
-  const port = Number(/listen 127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(path.join(dir, 'nginx.conf'), 'utf8'))?.[1]);
-  // A file, not a pipe: nginx opens /dev/stdout by name, which fails on the socket Node gives a child.
-  const stdio = path.join(dir, 'stdio.out');
-  const fd = fs.openSync(stdio, 'a', 0o600);
-  const child = spawn(bin, [...args, '-g', 'daemon off;'], { cwd: dir, stdio: ['ignore', fd, fd] });
-  fs.closeSync(fd);
-  const out = () => fs.readFileSync(stdio, 'utf8');
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let running = true;
-  void exited.then(() => (running = false));
-  const deadline = Date.now() + 10_000;
-  while (!(await portOpen(port))) {
-    if (!running || Date.now() > deadline) {
-      const why = out();
-      child.kill('SIGKILL');
-      await exited;
-      fs.rmSync(dir, { recursive: true, force: true });
-      throw new Error(`nginx did not start on ${port}:\n${why}`);
-    }
-    await sleep(50);
-  }
-  const stop = async () => {
-    if (!running) return;
-    child.kill('SIGQUIT');
-    const killed = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(killed);
-  };
+  const door = await runFrontDoor(dir, args).catch((err: unknown) => {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  });
   return {
-    url: `http://${HOST}:${port}`,
-    port,
+    url: door.url,
+    port: door.port,
     dir,
     logFiles,
-    output: out,
-    stop,
+    output: door.output,
+    stop: door.stop,
     async close() {
-      await stop();
+      await door.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
 /** The local stack's front door (same code and templates as `scripts/stack.mjs up`), on a free port. */
-export async function startFrontDoor(upstreams: { apiPort: number; edgePort: number }): Promise<FrontDoor> {
+export async function startFrontDoor(upstreams: { apiPort: number | number[]; edgePort: number }): Promise<FrontDoor> {
   const dir = tempDir();
   writeFrontDoor(dir, { port: await freePort(), ...upstreams });
   return run(dir, nginxArgs(dir), () => LOG_FILES.map((f) => path.join(dir, f)));
