@@ -65,7 +65,7 @@ const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg
 log.info({ topic: services.topics.events }, 'pipeline running');
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
-  ['stop the housekeeping (retention and compaction): finish the partition in hand', async () => {
+  ['stop the housekeeping (retention and compaction) without waiting for a merge in hand', async () => {
     await housekeeping.stop();
     await housekeepingCh.close();
   }],

@@ -46,6 +46,7 @@ export function optimizePartitionSql(table: CompactedTable, partitionId: string)
   return chsql`OPTIMIZE TABLE ${raw(table)} PARTITION ID ${partitionId} FINAL`;
 }
 
-export async function optimizePartition(ch: Ch, table: CompactedTable, partitionId: string): Promise<void> {
-  await chExec(ch, optimizePartitionSql(table, partitionId));
+/** `signal` gives up waiting (the server may still finish the merge). */
+export async function optimizePartition(ch: Ch, table: CompactedTable, partitionId: string, signal?: AbortSignal): Promise<void> {
+  await ch.command({ query: optimizePartitionSql(table, partitionId).text, abort_signal: signal });
 }

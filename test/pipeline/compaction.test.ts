@@ -89,6 +89,8 @@ describe('the compaction job', () => {
     const before = await answers();
     for (const table of COMPACTED_TABLES) await chExec(ch, `SYSTEM START MERGES ${table}`);
 
+    // Stopped (the pipeline shutting down): nothing is started.
+    expect(await compactClosedPartitions(ch, log, { now, signal: AbortSignal.abort() })).toEqual([]);
     const compacted = await compactClosedPartitions(ch, log, { now });
 
     for (const table of COMPACTED_TABLES) {
