@@ -181,11 +181,6 @@ const keyedPartitioner: ICustomPartitioner = () => {
 };
 
 /**
- * An idempotent producer: acks from all in-sync replicas, no duplicates on retry. Without `retry`
- * kafkajs retries an idempotent send forever; pass bounded retries only together with a fresh
- * producer after a failure (see createPublisher).
- */
-/**
  * kafkajs groups a send's messages by partition in time quadratic in their number (it copies the
  * partition's list for every message: 10,000 messages cost 144 ms); sends of at most this many
  * keep it linear.
@@ -214,6 +209,11 @@ export function inSends(topicMessages: TopicMessages[], max = MAX_MESSAGES_PER_S
   return sends;
 }
 
+/**
+ * An idempotent producer: acks from all in-sync replicas, no duplicates on retry. Without `retry`
+ * kafkajs retries an idempotent send forever; pass bounded retries only together with a fresh
+ * producer after a failure (see createPublisher).
+ */
 export function createProducer(kafka: Kafka, retry?: RetryOptions): Producer {
   return kafka.producer({
     idempotent: true,

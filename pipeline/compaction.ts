@@ -5,7 +5,7 @@ import { isExpired, parsePartitionId } from './retention.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
-/** Local days (telemetry_1d) can end up to 14 h after the UTC day of the same date. */
+/** Local days (telemetry_1d) can end up to 12 h after the UTC day of the same date. */
 const LATE_MS: Partial<Record<CompactedTable, number>> = { telemetry_1d: DAY_MS };
 /** Each compaction rewrites a partition whole, on the host the sinks write to: a run does at most this many. */
 export const MAX_COMPACTIONS_PER_RUN = 50;
