@@ -5,23 +5,36 @@ import { dropExpiredPartitions } from './retention.js';
 
 const HOUR_MS = 3_600_000;
 
+export type HousekeepingAction = 'dropped' | 'compacted';
+
 /**
  * The pipeline's ClickHouse housekeeping, at start and then every `everyMs` (hourly): drops the
  * partitions past their retention window, then compacts the closed ones of the rollups. `ch`
  * should allow long statements (a compaction waits for its merge); stop() does not wait for one.
+ * `onPartition` hears of each partition dropped or compacted (metrics).
  */
-export function scheduleHousekeeping(ch: Ch, log: Logger, everyMs = HOUR_MS): { stop(): Promise<void> } {
+export function scheduleHousekeeping(
+  ch: Ch,
+  log: Logger,
+  { everyMs = HOUR_MS, onPartition = () => undefined }: { everyMs?: number; onPartition?: (action: HousekeepingAction, table: string) => void } = {},
+): { stop(): Promise<void> } {
   const rlog = log.child({ component: 'retention' });
   const clog = log.child({ component: 'compaction' });
   const stopping = new AbortController();
   let running: Promise<unknown> = Promise.resolve();
   const run = () => {
     running = (async () => {
-      await dropExpiredPartitions(ch, rlog).catch((err: Error) => rlog.error({ err: err.message }, 'retention run failed; retried next hour'));
+      const dropped = await dropExpiredPartitions(ch, rlog).catch((err: Error) => {
+        rlog.error({ err: err.message }, 'retention run failed; retried next hour');
+        return [];
+      });
+      for (const d of dropped) onPartition('dropped', d.table);
       if (stopping.signal.aborted) return;
-      await compactClosedPartitions(ch, clog, { signal: stopping.signal }).catch((err: Error) =>
-        clog.error({ err: err.message }, 'compaction run failed; retried next hour'),
-      );
+      const compacted = await compactClosedPartitions(ch, clog, { signal: stopping.signal }).catch((err: Error) => {
+        clog.error({ err: err.message }, 'compaction run failed; retried next hour');
+        return [];
+      });
+      for (const c of compacted) onPartition('compacted', c.table);
     })();
   };
   run();

@@ -60,7 +60,7 @@ const alarmRules = await runAlarmRules({
 });
 // Its own client: a compaction waits for its merge, longer than the sinks' 30 s statement limit.
 const housekeepingCh = createCh(cfg, cfg.CLICKHOUSE_DATABASE, { requestTimeoutMs: 600_000 });
-const housekeeping = scheduleHousekeeping(housekeepingCh, log);
+const housekeeping = scheduleHousekeeping(housekeepingCh, log, { onPartition: metrics.observeHousekeeping });
 const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg.PIPELINE_METRICS_PORT, log);
 log.info({ topic: services.topics.events }, 'pipeline running');
 

@@ -1,6 +1,7 @@
 import type { Admin } from 'kafkajs';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../../lib/logger.js';
+import type { HousekeepingAction } from '../../pipeline/housekeeping.js';
 import { createRegistry } from '../../lib/metrics.js';
 
 /** The pipeline's Prometheus metrics (docs/metrics.md). */
@@ -8,6 +9,8 @@ export interface PipelineMetrics {
   registry: Registry;
   /** For the sinks' `onInsert`. */
   observeInsert(target: string, rows: number, seconds: number): void;
+  /** For the housekeeping's `onPartition`: a partition dropped (retention) or compacted. */
+  observeHousekeeping(action: HousekeepingAction, table: string): void;
 }
 
 /**
@@ -23,6 +26,12 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     help: 'Time of one ClickHouse insert, by sink target',
     labelNames: ['target'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const housekeeping = new Counter({
+    name: 'clickhouse_housekeeping_partitions_total',
+    help: 'Partitions dropped past their retention window or compacted into one part, by table',
+    labelNames: ['action', 'table'],
     registers: [registry],
   });
   new Gauge({
@@ -44,6 +53,9 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     observeInsert(target, n, seconds) {
       rows.inc({ target }, n);
       inserts.observe({ target }, seconds);
+    },
+    observeHousekeeping(action, table) {
+      housekeeping.inc({ action, table });
     },
   };
 }

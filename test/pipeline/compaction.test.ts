@@ -5,6 +5,9 @@ import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { COMPACTED_TABLES } from '../../clickhouse/queries/retention.js';
 import { compactClosedPartitions, isClosed } from '../../pipeline/compaction.js';
+import { scheduleHousekeeping } from '../../pipeline/housekeeping.js';
+import { createPipelineMetrics } from '../../apps/pipeline/metrics.js';
+import { createKafka } from '../../lib/kafka.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { createLogger } from '../../lib/logger.js';
 import { testConfig } from '../support/env.js';
@@ -105,5 +108,36 @@ describe('the compaction job', () => {
     expect(before[0]!.find((r) => r.key === 'temperature')).toEqual({ key: 'temperature', sum, count: 12, devices: 0 });
     // Nothing left to merge: the next run does nothing.
     expect(await compactClosedPartitions(ch, log, { now })).toEqual([]);
+  });
+
+  it('runs in the pipeline’s housekeeping, which counts what it compacted in the metrics', async () => {
+    const day = closedDay - DAY;
+    for (const table of COMPACTED_TABLES) await chExec(ch, `SYSTEM STOP MERGES ${table}`);
+    for (let write = 0; write < 2; write++) {
+      await insertEvents(ch, [
+        toRow(
+          event({ operatorId, venueId, ts: day + write * 60_000, metrics: { temperature: 20 } }),
+          { topic: 'compaction-test', partition: 1, offset: String(write), index: 0 },
+          { timezone: 'UTC', retentionDays: 7 },
+        ),
+      ]);
+    }
+    const metrics = createPipelineMetrics(createKafka(cfg, log, 'compaction-test').admin(), cfg.KAFKA_TOPIC_PREFIX, log);
+    const compacted = async (table: string) => {
+      const text = await metrics.registry.getSingleMetricAsString('clickhouse_housekeeping_partitions_total');
+      const line = text.split('\n').find((l) => l.includes('action="compacted"') && l.includes(`table="${table}"`));
+      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    for (const table of COMPACTED_TABLES) await chExec(ch, `SYSTEM START MERGES ${table}`);
+    const housekeeping = scheduleHousekeeping(ch, log, { onPartition: metrics.observeHousekeeping });
+    try {
+      const deadline = Date.now() + 30_000;
+      while ((await Promise.all(COMPACTED_TABLES.map(compacted))).some((n) => n === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await housekeeping.stop();
+    }
+    for (const table of COMPACTED_TABLES) expect(await compacted(table), table).toBeGreaterThanOrEqual(1);
+    const day7 = `7-${new Date(day).toISOString().slice(0, 10).replaceAll('-', '')}`;
+    for (const table of COMPACTED_TABLES) expect(await partsOf(table, day7), table).toBe(1);
   });
 });
