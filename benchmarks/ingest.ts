@@ -113,9 +113,11 @@ const pipelines = startPipelines(PIPELINES, { ...env, LOG_LEVEL: 'info' }, (name
   }
 });
 const base = `http://127.0.0.1:${API_PORT}`;
-for (const b of apis.map((_, i) => `http://127.0.0.1:${API_PORT + i}`)) await waitFor('api', async () => (await fetch(`${b}/health`)).ok);
-const frontDoor = FRONT_DOOR ? await startFrontDoor(apis.map((_, i) => API_PORT + i), FRONT_DOOR_PORT) : null;
-const bases = frontDoor ? [frontDoor.url] : apis.map((_, i) => `http://127.0.0.1:${API_PORT + i}`);
+const apiPorts = apis.map((_, i) => API_PORT + i);
+const apiUrls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
+for (const b of apiUrls) await waitFor('api', async () => (await fetch(`${b}/health`)).ok);
+const frontDoor = FRONT_DOOR ? await startFrontDoor(apiPorts, FRONT_DOOR_PORT) : null;
+const bases = frontDoor ? [frontDoor.url] : apiUrls;
 
 async function call(path: string, init: RequestInit & { key?: string } = {}) {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(init.headers as Record<string, string>) };
