@@ -18,6 +18,7 @@ import { PLAN_LIMITS, type Plan } from '../domain/tenants/plans.js';
 import { topicNames } from '../lib/events.js';
 import { createLogger } from '../lib/logger.js';
 import { compactClosedPartitions } from '../pipeline/compaction.js';
+import { createHousekeepingCh } from '../pipeline/housekeeping.js';
 import { repoPath } from '../lib/paths.js';
 import { benchConfig, cpuSecondsOf, cpuShare, enginePids, machine, machineCpu, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 
@@ -439,8 +440,9 @@ if (previous) {
 // What the pipeline's hourly housekeeping does to the days the data covers: each closed partition of
 // the rollups merged into one part (the bulk load leaves several; see pipeline/compaction.ts).
 const compactStarted = performance.now();
-const compactCh = createCh(cfg, DB, { requestTimeoutMs: 600_000 });
-const compacted = await compactClosedPartitions(compactCh, createLogger('bench', 'warn'), { limit: Infinity });
+const compactLog = createLogger('bench', 'warn');
+const compactCh = createHousekeepingCh(cfg, compactLog, DB);
+const compacted = await compactClosedPartitions(compactCh, compactLog, { limit: Infinity });
 await compactCh.close();
 const compaction = { partitions: compacted.length, partsBefore: compacted.reduce((n, c) => n + c.parts, 0), seconds: round((performance.now() - compactStarted) / 1000) };
 console.log(`compaction: ${compaction.partitions} closed partitions of the rollups merged (${compaction.partsBefore} parts) in ${compaction.seconds} s`);

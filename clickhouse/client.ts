@@ -1,19 +1,44 @@
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createClient, type ClickHouseClient, type Logger as ChLogger, type LogParams, type WarnLogParams } from '@clickhouse/client';
 import type { Config } from '../lib/config.js';
+import type { Logger } from '../lib/logger.js';
 
 export type Ch = ClickHouseClient;
 
-/** `requestTimeoutMs`: how long a statement may take before the client gives up on it (30 s; longer for maintenance). */
-export function createCh(cfg: Config, database: string | null = cfg.CLICKHOUSE_DATABASE, { requestTimeoutMs = 30_000 } = {}): Ch {
+/** The client would log to the console; its lines belong in the process's structured log. */
+function loggerClass(log: Logger): new () => ChLogger {
+  const chLog = log.child({ component: 'clickhouse-client' });
+  const line = ({ module, message, args }: LogParams) => [{ module, ...args }, message] as const;
+  return class implements ChLogger {
+    trace = (p: LogParams) => chLog.trace(...line(p));
+    debug = (p: LogParams) => chLog.debug(...line(p));
+    info = (p: LogParams) => chLog.info(...line(p));
+    warn = (p: WarnLogParams) => chLog.warn({ ...line(p)[0], err: p.err?.message }, p.message);
+    error = (p: WarnLogParams) => chLog.error({ ...line(p)[0], err: p.err?.message }, p.message);
+  };
+}
+
+/**
+ * `requestTimeoutMs`: how long a statement may take before the client gives up on it (30 s; longer
+ * for maintenance). `log`: where the client's own messages go (the console without it).
+ */
+export function createCh(
+  cfg: Config,
+  database: string | null = cfg.CLICKHOUSE_DATABASE,
+  { requestTimeoutMs = 30_000, log }: { requestTimeoutMs?: number; log?: Logger } = {},
+): Ch {
   return createClient({
     url: cfg.CLICKHOUSE_URL,
     username: cfg.CLICKHOUSE_USER,
     password: cfg.CLICKHOUSE_PASSWORD,
     ...(database ? { database } : {}),
     request_timeout: requestTimeoutMs,
+    // A long statement sends progress headers now and then, so no proxy in between takes the quiet
+    // connection for idle and cuts it.
+    ...(requestTimeoutMs > 60_000 ? { clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: '30000' } } : {}),
     // Gzip costs more CPU than it saves on a local network; turn it on for a distant server.
     compression: { request: false, response: cfg.CLICKHOUSE_COMPRESSION },
     max_open_connections: 10,
+    ...(log ? { log: { LoggerClass: loggerClass(log) } } : {}),
   });
 }
 

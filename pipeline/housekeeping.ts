@@ -1,16 +1,25 @@
-import type { Ch } from '../clickhouse/client.js';
+import { createCh, type Ch } from '../clickhouse/client.js';
+import type { Config } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 import { compactClosedPartitions } from './compaction.js';
 import { dropExpiredPartitions } from './retention.js';
 
 const HOUR_MS = 3_600_000;
 
+/**
+ * The housekeeping's own client: a compaction waits for its merge, far longer than the sinks' 30 s
+ * statement limit.
+ */
+export function createHousekeepingCh(cfg: Config, log: Logger, database = cfg.CLICKHOUSE_DATABASE): Ch {
+  return createCh(cfg, database, { requestTimeoutMs: 600_000, log });
+}
+
 export type HousekeepingAction = 'dropped' | 'compacted';
 
 /**
  * The pipeline's ClickHouse housekeeping, at start and then every `everyMs` (hourly): drops the
  * partitions past their retention window, then compacts the closed ones of the rollups. `ch`
- * should allow long statements (a compaction waits for its merge); stop() does not wait for one.
+ * comes from createHousekeepingCh; stop() does not wait for a merge in hand.
  * `onPartition` hears of each partition dropped or compacted (metrics).
  */
 export function scheduleHousekeeping(

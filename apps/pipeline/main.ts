@@ -3,8 +3,7 @@ import { createLogger } from '../../lib/logger.js';
 import { closeServices, createServices } from '../shared/services.js';
 import { onShutdown } from '../../lib/shutdown.js';
 import { derivedTopicNames } from '../../lib/events.js';
-import { scheduleHousekeeping } from '../../pipeline/housekeeping.js';
-import { createCh } from '../../clickhouse/client.js';
+import { createHousekeepingCh, scheduleHousekeeping } from '../../pipeline/housekeeping.js';
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
 import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
@@ -58,8 +57,7 @@ const alarmRules = await runAlarmRules({
   prefix: cfg.KAFKA_TOPIC_PREFIX,
   partitions: cfg.KAFKA_PARTITIONS,
 });
-// Its own client: a compaction waits for its merge, longer than the sinks' 30 s statement limit.
-const housekeepingCh = createCh(cfg, cfg.CLICKHOUSE_DATABASE, { requestTimeoutMs: 600_000 });
+const housekeepingCh = createHousekeepingCh(cfg, log);
 const housekeeping = scheduleHousekeeping(housekeepingCh, log, { onPartition: metrics.observeHousekeeping });
 const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg.PIPELINE_METRICS_PORT, log);
 log.info({ topic: services.topics.events }, 'pipeline running');

@@ -30,7 +30,7 @@ export async function createServices(cfg: Config, log: Logger, opts: { dbPoolSiz
     cfg,
     log,
     db: createDb(cfg, opts.dbPoolSize, log),
-    ch: createCh(cfg),
+    ch: createCh(cfg, cfg.CLICKHOUSE_DATABASE, { log }),
     redis: createRedis(cfg),
     kafka,
     kafkaAdmin: kafka.admin(),

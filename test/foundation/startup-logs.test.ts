@@ -17,11 +17,14 @@ interface LogLine {
   error?: string;
 }
 
-/** Starts an app, collects its JSON log until `ready` is logged, stops it with SIGTERM and returns every line. */
+/**
+ * Starts an app, collects its JSON log until `ready` is logged, stops it with SIGTERM and returns every
+ * line. Whatever reaches stderr (a library writing to the console) counts as a warning.
+ */
 async function startAndStop(entry: string, ready: string, env: Record<string, string>): Promise<LogLine[]> {
   const child = spawn(process.execPath, ['node_modules/vite-node/vite-node.mjs', entry], {
     env: { ...process.env, LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '20000', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: LogLine[] = [];
   let seenReady: () => void;
@@ -35,6 +38,7 @@ async function startAndStop(entry: string, ready: string, env: Record<string, st
       lines.push({ level: 60, msg: `not a JSON log line: ${text}` });
     }
   });
+  createInterface({ input: child.stderr! }).on('line', (text) => lines.push({ level: 40, msg: `on stderr: ${text}` }));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const timeout = setTimeout(() => child.kill('SIGKILL'), 40_000);
   await Promise.race([isReady, exited]);

@@ -5,7 +5,7 @@ import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { COMPACTED_TABLES } from '../../clickhouse/queries/retention.js';
 import { compactClosedPartitions, isClosed } from '../../pipeline/compaction.js';
-import { scheduleHousekeeping } from '../../pipeline/housekeeping.js';
+import { createHousekeepingCh, scheduleHousekeeping } from '../../pipeline/housekeeping.js';
 import { createPipelineMetrics } from '../../apps/pipeline/metrics.js';
 import { createKafka } from '../../lib/kafka.js';
 import { toRow } from '../../pipeline/sink/rows.js';
@@ -129,12 +129,14 @@ describe('the compaction job', () => {
       return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
     };
     for (const table of COMPACTED_TABLES) await chExec(ch, `SYSTEM START MERGES ${table}`);
-    const housekeeping = scheduleHousekeeping(ch, log, { onPartition: metrics.observeHousekeeping });
+    const housekeepingCh = createHousekeepingCh(cfg, log, database);
+    const housekeeping = scheduleHousekeeping(housekeepingCh, log, { onPartition: metrics.observeHousekeeping });
     try {
       const deadline = Date.now() + 30_000;
       while ((await Promise.all(COMPACTED_TABLES.map(compacted))).some((n) => n === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     } finally {
       await housekeeping.stop();
+      await housekeepingCh.close();
     }
     for (const table of COMPACTED_TABLES) expect(await compacted(table), table).toBeGreaterThanOrEqual(1);
     const day7 = `7-${new Date(day).toISOString().slice(0, 10).replaceAll('-', '')}`;
