@@ -159,6 +159,10 @@ async function freshDatabases(): Promise<void> {
   await admin.query(`CREATE DATABASE ${DB}`);
   await admin.end();
   await loader.command({ query: `DROP DATABASE IF EXISTS ${DB}` });
+}
+
+/** Fresh or reused, the databases get the current schema (a reused one the migrations added since). */
+async function migrateDatabases(): Promise<void> {
   const db = createDb(cfg, 2);
   await migratePostgres(db);
   await db.end();
@@ -417,6 +421,7 @@ function compare(api: Record<string, unknown>, rawRows: SeriesRow[]) {
 const previous = args.reuse ? await previousTenants().catch(() => undefined) : undefined;
 if (args.reuse) console.log(previous ? 'reusing the data of an earlier run (--reuse)' : 'nothing to reuse: loading afresh');
 if (!previous) await freshDatabases();
+await migrateDatabases();
 const api = startProcess('api', 'dist/apps/api/main.js', env);
 // A failed run must not leave the api holding its port.
 process.once('exit', () => api.child.kill());

@@ -257,3 +257,51 @@ describe('GET /api/venues/:id/telemetry', () => {
     expectSeries(theirs.body.temperature, want, 'foreign');
   });
 });
+
+describe('telemetry across a plan change', () => {
+  it('answers with the rows of every retention class the operator has had, whichever table fed them', async () => {
+    const admin = { 'x-admin-key': api.services.cfg.ADMIN_SECRET };
+    const changer = await newOperator(api, 'starter');
+    const venueId = (await newVenue(api, changer.key, { timezone: 'UTC' })).id;
+    const hour = today - 2 * DAY + 14 * HOUR;
+    const before = spread(changer.id, venueId, hour, hour + 30 * MINUTE, 3);
+    const after = spread(changer.id, venueId, hour + 30 * MINUTE, hour + HOUR, 3);
+    const sinkRun = async (batch: CanonicalEvent[]) => {
+      await produce(h, batch);
+      // A new sink reads the venue's plan afresh (a running one within its context TTL).
+      const group = `telemetry-plan-${Date.now()}`;
+      const sink = await startSink(h, group);
+      await allCommitted(h, group, 60_000);
+      await sink.stop();
+    };
+    await sinkRun(before);
+    const changed = await request(`${api.url}/api/operators/${changer.id}/plan`, { method: 'PUT', headers: admin, json: { plan: 'pro' } });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    await sinkRun(after);
+    // Whole-venue occupancy comes from the occupancy processor's table, here in a class of its own.
+    await h.ch.insert({
+      table: 'occupancy_updates',
+      format: 'JSONEachRow',
+      values: [{
+        operator_id: changer.id, venue_id: venueId, zone_id: '', ts: (hour + 5 * MINUTE) / 1000, ts_ms: 0,
+        local_day: new Date(hour).toISOString().slice(0, 10), value: 42, capacity: null, percent: null, reason: 'test',
+        clamped: 0, retention_days: 7, kafka_topic: 'telemetry-plan', kafka_partition: 0, kafka_offset: 0,
+      }],
+    });
+    const classes = await h.ch.query({ query: `SELECT DISTINCT retention_days AS d FROM telemetry_1m WHERE venue_id = toUUID('${venueId}') ORDER BY d`, format: 'JSONEachRow' });
+    expect(((await classes.json()) as Array<{ d: number }>).map((r) => r.d), 'the rows really are in three classes').toEqual([7, 90, 365]);
+
+    const all = [...before, ...after];
+    const day = today - 2 * DAY;
+    for (const [interval, startTs, endTs, bucketOf] of [
+      [MINUTE, hour, hour + HOUR, epochBucketer(hour, hour + HOUR, MINUTE)],
+      [HOUR, hour, hour + HOUR, epochBucketer(hour, hour + HOUR, HOUR)],
+      [DAY, day, day + DAY, dayBucketer(day, day + DAY, 1, UTC)],
+    ] as const) {
+      const res = await telemetry(venueId, { keys: 'temperature,entries,devices,occupancy', startTs, endTs, interval, agg: 'SUM' }, changer.key);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      for (const key of ['temperature', 'entries', 'devices']) expectSeries(res.body[key], expectedSeries(all, key, 'SUM', bucketOf), `${key} every ${interval} ms`);
+      expect(res.body.occupancy.map((p: { value: number }) => p.value), `occupancy every ${interval} ms`).toEqual([42]);
+    }
+  });
+});
