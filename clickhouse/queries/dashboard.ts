@@ -1,4 +1,5 @@
 import { chRows, chsql, type Ch, type ChSql } from '../client.js';
+import { operatorRows } from './operator-rows.js';
 
 export interface OperatorWindow {
   operatorId: string;
@@ -9,7 +10,7 @@ export interface OperatorWindow {
 /** Raw events of the operator with event time in [fromSec, toSec). */
 export function operatorEventCountSql(q: OperatorWindow): ChSql {
   return chsql`SELECT toFloat64(count()) AS events FROM events
-                WHERE operator_id = toUUID(${q.operatorId})
+                WHERE ${operatorRows(q.operatorId)}
                   AND ts >= toDateTime(${q.fromSec}, 'UTC') AND ts < toDateTime(${q.toSec}, 'UTC')`;
 }
 
@@ -25,7 +26,7 @@ export type ActivityKey = (typeof ACTIVITY_KEYS)[number];
 export function operatorActivitySql(q: OperatorWindow & { bucketSec: number }): ChSql {
   return chsql`SELECT toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec}) AS t, key, sumMerge(v_sum) AS value
                  FROM telemetry_1h
-                WHERE operator_id = toUUID(${q.operatorId}) AND has(${[...ACTIVITY_KEYS]}, key)
+                WHERE ${operatorRows(q.operatorId)} AND has(${[...ACTIVITY_KEYS]}, key)
                   AND bucket >= toDateTime(${q.fromSec}, 'UTC') AND bucket < toDateTime(${q.toSec}, 'UTC')
                 GROUP BY t, key ORDER BY t, key`;
 }

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { jsonObjectOfRows } from '../../lib/json-stream.js';
 import { chTsvRows, chsql, raw, type Ch, type ChSql } from '../client.js';
+import { operatorRows } from './operator-rows.js';
 
 export const AGGREGATIONS = ['AVG', 'MAX', 'MIN', 'SUM', 'COUNT'] as const;
 export type Aggregation = (typeof AGGREGATIONS)[number];
@@ -56,17 +57,8 @@ function bucketExpr(q: EpochSeriesQuery): ChSql {
   return q.bucketSec === ROLLUP_SECONDS[q.resolution] ? raw('toUInt32(bucket)') : chsql`toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec})`;
 }
 
-/**
- * The operator's rows: the first condition limits the parts read to those of the operator's
- * retention classes (the rollups' partition key leads with retention_days; migration 0006).
- */
-function operatorScope(operatorId: string): ChSql {
-  return chsql`retention_days IN (SELECT retention_days FROM retention_classes WHERE operator_id = toUUID(${operatorId}))
-               AND operator_id = toUUID(${operatorId})`;
-}
-
 function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
-  const scope = chsql`${operatorScope(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND has(${keys}, key)`;
+  const scope = chsql`${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND has(${keys}, key)`;
   if (q.resolution === '1d') {
     return chsql`SELECT key, toUInt32(intDiv(toRelativeDayNum(day), ${q.bucketDays}) * ${q.bucketDays}) AS t, ${raw(value)} AS value
                    FROM telemetry_1d
@@ -109,7 +101,7 @@ export function telemetryPointsSql(q: EpochSeriesQuery, key: string): ChSql {
   // `key =` (not `has`) lets 18.16 read only the key's granules; no subquery: one grouping, by bucket.
   return chsql`SELECT toFloat64(${bucketExpr(q)} AS t) * 1000 AS ts, ${raw(value)} AS value
                  FROM ${raw(q.resolution === '1m' ? 'telemetry_1m' : 'telemetry_1h')}
-                WHERE ${operatorScope(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND key = ${key}
+                WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND key = ${key}
                   AND bucket >= toDateTime(${q.fromSec}, 'UTC') AND bucket < toDateTime(${q.toSec}, 'UTC')
                 GROUP BY t ORDER BY t`;
 }
