@@ -129,15 +129,16 @@ function filesHolding(files: string[], needles: string[]): string[] {
 }
 
 /**
- * The engines' logs under `.stack/`. Kafka's data directories are skipped: their `*.log` files are
- * topic segments (event data, gigabytes after a benchmark), not logs; the secrets scan reads the
- * segments of its own topics.
+ * The engines' logs under `.stack/`. The engines' data directories are skipped: Kafka's `*.log`
+ * files are topic segments (event data, gigabytes after a benchmark), not logs, and the secrets scan
+ * reads the segments of its own topics; ClickHouse's hold table parts, which its merges create and
+ * delete while the walk goes on.
  */
 function stackLogs(dir = repoPath('.stack')): string[] {
   const out: string[] = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, entry.name);
-    if (entry.isDirectory() && entry.name === 'data' && /kafka/.test(path.relative(repoPath('.stack'), dir))) continue;
+    if (entry.isDirectory() && entry.name === 'data' && /kafka|clickhouse/.test(path.relative(repoPath('.stack'), dir))) continue;
     if (entry.isDirectory()) out.push(...stackLogs(p));
     else if (entry.isFile() && entry.name.endsWith('.log')) out.push(p);
   }
