@@ -7,13 +7,13 @@
  * Kafka's own producer ceiling on this machine.
  */
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { createCh, chRows, chsql } from '../clickhouse/client.js';
 import { repoPath } from '../lib/paths.js';
 import { derivedTopicNames, topicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
+import { ingestBody, randomMac, type BenchVenue } from './lib/requests.js';
 import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, cpuShare, enginePids, freshDatabases, startFrontDoor, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 
 const { values: args } = parseArgs({
@@ -128,34 +128,8 @@ async function call(path: string, init: RequestInit & { key?: string } = {}) {
   return body;
 }
 
-interface Tenant {
+interface Tenant extends BenchVenue {
   key: string;
-  venueId: string;
-  connector: 'meraki' | 'density';
-  /** The venue's recurring devices. */
-  pool: string[];
-}
-
-const mac = () => [...randomBytes(6)].map((b, i) => (i === 0 ? b & 0xfc : b).toString(16).padStart(2, '0')).join(':');
-
-/**
- * One request's body, built when it is sent, as a connector pushes what it saw since its last
- * push: events over the last 2 s in time order. Meraki presence for most venues (recurring devices
- * and a share of new ones), Density door counts and occupancy for the rest.
- */
-function batchFor(t: Tenant): string {
-  const now = Date.now();
-  const events = Array.from({ length: BATCH }, (_, i) => {
-    const timestamp = new Date(now - Math.floor(((BATCH - i) * 2000) / BATCH)).toISOString();
-    if (t.connector === 'meraki') {
-      const clientMac = Math.random() < NEW_DEVICES ? mac() : t.pool[Math.floor(Math.random() * t.pool.length)]!;
-      return { type: 'device_seen', timestamp, payload: { clientMac, apMac: '00:18:0a:13:dd:b0', ssid: 'Guest WiFi', rssi: 20 + (i % 50), os: 'iOS', manufacturer: 'Apple', radio: 'WiFi' } };
-    }
-    const kind = i % 3;
-    if (kind === 2) return { type: 'occupancy', timestamp, payload: { space_id: 'spc_1', update_type: 'live', occupancy: 50 + (i % 20) } };
-    return { type: kind === 0 ? 'entry' : 'exit', timestamp, payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: kind === 0 ? 1 : -1, count: 40 + (i % 30) } };
-  });
-  return JSON.stringify({ venue_id: t.venueId, connector_type: t.connector, events });
 }
 
 const tenants: Tenant[] = [];
@@ -168,7 +142,7 @@ for (let i = 0; i < OPERATORS; i++) {
   const key = op.api_key as string;
   const venue = await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: `Venue ${i}`, timezone: 'Europe/Berlin' }) });
   const connector = i % 4 === 3 ? 'density' : 'meraki';
-  tenants.push({ key, venueId: venue.id as string, connector, pool: connector === 'meraki' ? Array.from({ length: DEVICE_POOL }, mac) : [] });
+  tenants.push({ key, venueId: venue.id as string, connector, pool: connector === 'meraki' ? Array.from({ length: DEVICE_POOL }, randomMac) : [] });
 }
 
 // The probe: a separate operator sends a small batch every second and times until it is queryable.
@@ -225,7 +199,7 @@ async function client(): Promise<void> {
       if (performance.now() >= deadline) break;
     }
     const t = tenants[slot % tenants.length]!;
-    const payload = batchFor(t);
+    const payload = ingestBody(t, BATCH, NEW_DEVICES);
     const t0 = performance.now();
     const res = await fetch(`${bases[slot % bases.length]}/ingest`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` }, body: payload }).catch(() => null);
     const ms = performance.now() - t0;

@@ -141,7 +141,7 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
 }
 
 /** Checks each event on its own (synchronously, no I/O): envelope, type, timestamp, payload. */
-function checkEvents(
+export function checkEvents(
   events: unknown[],
   connectorType: ConnectorType,
   now: number,
@@ -234,7 +234,7 @@ async function resolveZones(db: Db, venueId: string, valid: Valid[], errors: Ing
 }
 
 /** The canonical event: identifiers replaced by the operator's keyed pseudonyms before it leaves this function. */
-function toCanonical(
+export function toCanonical(
   v: Valid,
   ctx: { key: KeyObject; operatorId: string; venueId: string; connectorType: ConnectorType; receivedAt: number; idempotencyKey?: string },
 ): CanonicalEvent {

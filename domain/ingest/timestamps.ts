@@ -6,20 +6,36 @@
  */
 const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)$/;
 
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const isLeapYear = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+
 /** Epoch milliseconds, or undefined when `text` is not such a timestamp (including Feb 30 and 25:00). */
 export function parseTimestamp(text: string): number | undefined {
   const m = ISO_8601.exec(text);
   if (!m) return undefined;
-  const [year, month, day, hour, minute, second, offHours, offMinutes] = [m[1], m[2], m[3], m[4], m[5], m[6], m[10], m[11]].map((v) => Number(v ?? 0)) as [
-    number, number, number, number, number, number, number, number,
-  ];
+  // Fields read one by one, the calendar checked by arithmetic: this runs for every ingested event.
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hour = Number(m[4]);
+  const minute = Number(m[5]);
+  const second = m[6] === undefined ? 0 : Number(m[6]);
+  const offHours = m[10] === undefined ? 0 : Number(m[10]);
+  const offMinutes = m[11] === undefined ? 0 : Number(m[11]);
   if (hour > 23 || minute > 59 || second > 59 || offHours > 23 || offMinutes > 59) return undefined;
   const ms = m[7] ? Number(m[7].slice(0, 3).padEnd(3, '0')) : 0;
-  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, ms));
-  date.setUTCFullYear(year); // Date.UTC maps years 0-99 to 1900-1999
-  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined;
+  let utc: number;
+  if (year >= 100) {
+    if (month < 1 || month > 12 || day < 1 || day > (month === 2 && isLeapYear(year) ? 29 : DAYS_IN_MONTH[month - 1]!)) return undefined;
+    utc = Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  } else {
+    const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, ms));
+    date.setUTCFullYear(year); // Date.UTC maps years 0-99 to 1900-1999
+    if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined;
+    utc = date.getTime();
+  }
   const offsetMinutes = m[8] ? 0 : (m[9] === '-' ? -1 : 1) * (offHours * 60 + offMinutes);
-  return date.getTime() - offsetMinutes * 60_000;
+  return utc - offsetMinutes * 60_000;
 }
 
 const MAX_FUTURE_MS = 5 * 60_000;

@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+
+/** A universally administered unicast MAC, as a phone's real address reads. */
+export const randomMac = (): string => [...randomBytes(6)].map((b, i) => (i === 0 ? b & 0xfc : b).toString(16).padStart(2, '0')).join(':');
+
+export interface BenchVenue {
+  venueId: string;
+  connector: 'meraki' | 'density';
+  /** The venue's recurring devices (Meraki). */
+  pool: string[];
+}
+
+/**
+ * One `POST /ingest` body, built when it is sent, as a connector pushes what it saw since its last
+ * push: `size` events over the last 2 s in time order. Meraki presence (recurring devices and a
+ * share `newDevices` of new ones), or Density door counts and occupancy.
+ */
+export function ingestBody(v: BenchVenue, size: number, newDevices: number, now = Date.now()): string {
+  const events = Array.from({ length: size }, (_, i) => {
+    const timestamp = new Date(now - Math.floor(((size - i) * 2000) / size)).toISOString();
+    if (v.connector === 'meraki') {
+      const clientMac = Math.random() < newDevices ? randomMac() : v.pool[Math.floor(Math.random() * v.pool.length)]!;
+      return { type: 'device_seen', timestamp, payload: { clientMac, apMac: '00:18:0a:13:dd:b0', ssid: 'Guest WiFi', rssi: 20 + (i % 50), os: 'iOS', manufacturer: 'Apple', radio: 'WiFi' } };
+    }
+    const kind = i % 3;
+    if (kind === 2) return { type: 'occupancy', timestamp, payload: { space_id: 'spc_1', update_type: 'live', occupancy: 50 + (i % 20) } };
+    return { type: kind === 0 ? 'entry' : 'exit', timestamp, payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: kind === 0 ? 1 : -1, count: 40 + (i % 30) } };
+  });
+  return JSON.stringify({ venue_id: v.venueId, connector_type: v.connector, events });
+}
