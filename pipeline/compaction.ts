@@ -1,12 +1,9 @@
 import type { Ch } from '../clickhouse/client.js';
 import { optimizePartition, splitPartitions, type CompactedTable } from '../clickhouse/queries/retention.js';
 import type { Logger } from '../lib/logger.js';
-import { isExpired, parsePartitionId } from './retention.js';
+import { isExpired, parsePartitionId, partitionEnd } from './retention.js';
 
 const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
-/** Local days (telemetry_1d) can end up to 12 h after the UTC day of the same date. */
-const LATE_MS: Partial<Record<CompactedTable, number>> = { telemetry_1d: DAY_MS };
 /** Each compaction rewrites a partition whole, on the host the sinks write to: a run does at most this many. */
 export const MAX_COMPACTIONS_PER_RUN = 50;
 
@@ -15,8 +12,8 @@ export const MAX_COMPACTIONS_PER_RUN = 50;
  * (ingest takes events as old as the retention window) adds a part again; a later run merges it.
  */
 export function isClosed(table: CompactedTable, partitionId: string, now: number): boolean {
-  const p = parsePartitionId(partitionId);
-  return p !== undefined && p.endMs + (LATE_MS[table] ?? 0) + HOUR_MS <= now;
+  const p = partitionEnd(table, partitionId);
+  return p !== undefined && p.endMs + HOUR_MS <= now;
 }
 
 export interface Compaction {

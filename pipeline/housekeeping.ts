@@ -31,7 +31,11 @@ export function scheduleHousekeeping(
   const clog = log.child({ component: 'compaction' });
   const stopping = new AbortController();
   let running: Promise<unknown> = Promise.resolve();
+  let busy = false;
   const run = () => {
+    // A run of many merges can outlast the interval: the next waits for the one after it.
+    if (busy) return;
+    busy = true;
     running = (async () => {
       const dropped = await dropExpiredPartitions(ch, rlog).catch((err: Error) => {
         rlog.error({ err: err.message }, 'retention run failed; retried next hour');
@@ -44,7 +48,7 @@ export function scheduleHousekeeping(
         return [];
       });
       for (const c of compacted) onPartition('compacted', c.table);
-    })();
+    })().finally(() => (busy = false));
   };
   run();
   const timer = setInterval(run, everyMs);

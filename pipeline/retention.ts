@@ -22,10 +22,19 @@ export function parsePartitionId(id: string): { retentionDays: number; endMs: nu
   return { retentionDays: Number(days), endMs };
 }
 
+/**
+ * When the last instant a partition of `table` can hold has passed: the end of its period, a day
+ * later for local-day partitions. Undefined for an id that is not `<class>-<period>`.
+ */
+export function partitionEnd(table: RetainedTable, partitionId: string): { retentionDays: number; endMs: number } | undefined {
+  const p = parsePartitionId(partitionId);
+  return p && { retentionDays: p.retentionDays, endMs: p.endMs + (GRACE_MS[table] ?? 0) };
+}
+
 /** Expired when everything it can hold is older than its class's window. */
 export function isExpired(table: RetainedTable, partitionId: string, now: number): boolean {
-  const p = parsePartitionId(partitionId);
-  return p !== undefined && p.endMs + p.retentionDays * DAY_MS + (GRACE_MS[table] ?? 0) <= now;
+  const p = partitionEnd(table, partitionId);
+  return p !== undefined && p.endMs + p.retentionDays * DAY_MS <= now;
 }
 
 /** Drops every expired partition of the retained tables; returns what it dropped. */
