@@ -1,4 +1,4 @@
-import { createClient, type ClickHouseClient, type Logger as ChLogger, type LogParams, type WarnLogParams } from '@clickhouse/client';
+import { createClient, type ClickHouseClient, type ClickHouseSettings, type Logger as ChLogger, type LogParams, type WarnLogParams } from '@clickhouse/client';
 import type { Config } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -90,8 +90,8 @@ export async function chExec(ch: Ch, statement: ChSql | string): Promise<void> {
  * Rows as TabSeparated text, split here: for large numeric answers (telemetry series) this parses
  * several times faster than JSONEachRow. Fields are strings as ClickHouse wrote them (`\N` = NULL).
  */
-export async function chTsvRows(ch: Ch, statement: ChSql): Promise<string[][]> {
-  const result = await ch.query({ query: statement.text, format: 'TabSeparated' });
+export async function chTsvRows(ch: Ch, statement: ChSql, settings?: ClickHouseSettings): Promise<string[][]> {
+  const result = await ch.query({ query: statement.text, format: 'TabSeparated', ...(settings ? { clickhouse_settings: settings } : {}) });
   const text = await result.text();
   if (text === '') return [];
   return text.slice(0, text.endsWith('\n') ? -1 : undefined).split('\n').map((line) => line.split('\t'));

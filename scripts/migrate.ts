@@ -9,7 +9,9 @@ import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 const cfg = configOrExit();
 const log = createLogger('migrate', cfg.LOG_LEVEL);
 const db = createDb(cfg, 2);
-const ch = createCh(cfg, null);
+// A migration that rebuilds a table (0007) copies all its rows in one statement: minutes on a large
+// deployment, far beyond the service's 30 s statement limit.
+const ch = createCh(cfg, null, { requestTimeoutMs: 3_600_000, log });
 try {
   const pg = await migratePostgres(db);
   log.info({ applied: pg.applied, alreadyApplied: pg.skipped }, 'postgres migrations');

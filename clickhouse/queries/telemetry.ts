@@ -84,11 +84,18 @@ export function telemetrySeriesSql(q: SeriesQuery): ChSql {
   return raw(`SELECT key, t, value FROM (${selects.map((x) => x.text).join(' UNION ALL ')}) ORDER BY key, t`);
 }
 
+/**
+ * A telemetry query reads a few granules of a few parts, and the same ones again for the next
+ * question on the venue: keeping their decompressed blocks saves ~1 ms of a minute series' ~10 in
+ * 18.16 (the server's `uncompressed_cache_size` bounds it; a read of over a million rows skips it).
+ */
+const READ_SETTINGS = { use_uncompressed_cache: 1 } as const;
+
 /** `nan` (a bucket with no count) and `\N` read as null; keys never hold tabs or escapes. */
 const tsvNumber = (field: string): number | null => (field === 'nan' || field === '\\N' ? null : Number(field));
 
 export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow[]> {
-  return (await chTsvRows(ch, telemetrySeriesSql(q))).map(([key, t, value]) => ({ key: key!, t: Number(t), value: tsvNumber(value!) }));
+  return (await chTsvRows(ch, telemetrySeriesSql(q), READ_SETTINGS)).map(([key, t, value]) => ({ key: key!, t: Number(t), value: tsvNumber(value!) }));
 }
 
 /**
@@ -115,7 +122,7 @@ export function telemetryPointsSql(q: EpochSeriesQuery, key: string): ChSql {
  */
 export async function telemetryDocument(ch: Ch, q: EpochSeriesQuery): Promise<Readable> {
   // The keys' queries already run side by side: a thread each keeps them from crowding the cores.
-  const settings = { wait_end_of_query: 1, ...(q.keys.length > 1 ? { max_threads: 1 } : {}) } as const;
+  const settings = { ...READ_SETTINGS, wait_end_of_query: 1, ...(q.keys.length > 1 ? { max_threads: 1 } : {}) } as const;
   const answers = await Promise.allSettled(
     q.keys.map((key) => ch.exec({ query: `${telemetryPointsSql(q, key).text} FORMAT JSONEachRow`, clickhouse_settings: settings })),
   );

@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createCh } from '../../clickhouse/client.js';
+import { CLICKHOUSE_MIGRATIONS, migrateClickhouse, serverExecutor, type ChExecutor } from '../../clickhouse/migrate.js';
+import { readMigrations, splitStatements } from '../../lib/migrations.js';
+import { toRow } from '../../pipeline/sink/rows.js';
+import { openChdb } from '../support/chdb.js';
+import { testConfig } from '../support/env.js';
+import { event } from './harness.js';
+
+/**
+ * Migration 0007 copies the minute rollup into a table with 1,024-row granules: on both engines
+ * every stored row survives it (a re-run after a crash included, never counted twice), and the
+ * views feed the new table.
+ */
+const REBUILD = 7;
+const rebuild = readMigrations(CLICKHOUSE_MIGRATIONS).find((m) => m.version === REBUILD)!;
+const before = mkdtempSync(join(tmpdir(), 'ch-migrations-'));
+for (const m of readMigrations(CLICKHOUSE_MIGRATIONS).filter((m) => m.version < REBUILD)) {
+  copyFileSync(join(CLICKHOUSE_MIGRATIONS, `${String(m.version).padStart(4, '0')}_${m.name}.sql`), join(before, `${String(m.version).padStart(4, '0')}_${m.name}.sql`));
+}
+afterAll(() => rmSync(before, { recursive: true, force: true }));
+
+const MINUTE = 60_000;
+const base = Date.UTC(2026, 10, 20, 10, 0);
+
+function eventsSql(db: string, operatorId: string, venueId: string, minutes: number[], offset: number): string {
+  const rows = minutes.map((m, i) =>
+    toRow(
+      event({ operatorId, venueId, ts: base + m * MINUTE + 1000, metrics: { temperature: 20 + m, co2: 400 + 10 * i } }),
+      { topic: 'rebuild', partition: 0, offset: String(offset + i), index: 0 },
+      { timezone: 'UTC', retentionDays: 90 },
+    ),
+  );
+  return `INSERT INTO ${db}.events FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join('\n')}`;
+}
+
+function occupancySql(db: string, operatorId: string, venueId: string, minute: number, value: number): string {
+  const ts = new Date(base + minute * MINUTE);
+  const row = {
+    operator_id: operatorId,
+    venue_id: venueId,
+    zone_id: '',
+    ts: ts.toISOString().slice(0, 19).replace('T', ' '),
+    ts_ms: 0,
+    local_day: ts.toISOString().slice(0, 10),
+    value,
+    capacity: null,
+    percent: null,
+    reason: 'entry',
+    clamped: 0,
+    retention_days: 90,
+    kafka_topic: 'rebuild',
+    kafka_partition: 0,
+    kafka_offset: minute,
+  };
+  return `INSERT INTO ${db}.occupancy_updates FORMAT JSONEachRow\n${JSON.stringify(row)}`;
+}
+
+interface Minute {
+  key: string;
+  t: number;
+  n: number;
+  avg: number;
+}
+
+async function minutes(engine: ChExecutor, db: string, venueId: string): Promise<Minute[]> {
+  const rows = await engine.query<{ key: string; t: number | string; n: number | string; avg: number }>(
+    `SELECT key, toUInt32(bucket) AS t, toFloat64(countMerge(v_count)) AS n, sumMerge(v_sum) / countMerge(v_count) AS avg
+       FROM ${db}.telemetry_1m WHERE venue_id = toUUID('${venueId}') AND key IN ('temperature', 'co2', 'occupancy')
+      GROUP BY key, t ORDER BY key, t`,
+  );
+  return rows.map((r) => ({ key: r.key, t: Number(r.t), n: Number(r.n), avg: Number(r.avg) }));
+}
+
+async function granularity(engine: ChExecutor, db: string): Promise<number> {
+  const [row] = await engine.query<{ statement: string }>(`SHOW CREATE TABLE ${db}.telemetry_1m`);
+  return Number(/index_granularity = (\d+)/.exec(row!.statement)?.[1] ?? 8192);
+}
+
+async function rebuildKeepsRows(engine: ChExecutor, db: string): Promise<void> {
+  const operatorId = randomUUID();
+  const venueId = randomUUID();
+  await migrateClickhouse(engine, db, before);
+  expect(await granularity(engine, db)).toBe(8192);
+  await engine.exec(eventsSql(db, operatorId, venueId, [0, 0, 1, 2, 2, 2], 0));
+  await engine.exec(occupancySql(db, operatorId, venueId, 1, 7));
+  const stored = await minutes(engine, db, venueId);
+  expect(stored.filter((m) => m.key === 'temperature').map((m) => m.n)).toEqual([2, 1, 3]);
+  expect(stored.filter((m) => m.key === 'occupancy')).toHaveLength(1);
+
+  // A first run cut short in the middle of its copy: the new table exists and holds some of the rows.
+  const statements = splitStatements(rebuild.sql.replaceAll('{db}', db));
+  for (const s of statements.slice(0, statements.findIndex((s) => s.startsWith('TRUNCATE')))) await engine.exec(s);
+  await engine.exec(`INSERT INTO ${db}.telemetry_1m_fine SELECT * FROM ${db}.telemetry_1m LIMIT 2`);
+
+  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${REBUILD}_telemetry_1m_granules`]);
+  expect(await granularity(engine, db)).toBe(1024);
+  expect(await minutes(engine, db, venueId)).toEqual(stored);
+
+  // A crash after the copy and before the ledger row: the file runs again from its first statement.
+  await engine.exec(`ALTER TABLE ${db}.schema_migrations DELETE WHERE version = ${REBUILD}`);
+  let ledger = 1;
+  for (let i = 0; i < 100 && ledger > 0; i++) {
+    const [row] = await engine.query<{ n: number | string }>(`SELECT count() AS n FROM ${db}.schema_migrations WHERE version = ${REBUILD}`);
+    ledger = Number(row!.n);
+    if (ledger > 0) await new Promise((r) => setTimeout(r, 100));
+  }
+  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${REBUILD}_telemetry_1m_granules`]);
+  expect(await minutes(engine, db, venueId)).toEqual(stored);
+
+  // Both views write into the rebuilt table.
+  await engine.exec(eventsSql(db, operatorId, venueId, [2, 3], 100));
+  await engine.exec(occupancySql(db, operatorId, venueId, 3, 9));
+  const after = await minutes(engine, db, venueId);
+  expect(after.filter((m) => m.key === 'temperature').map((m) => m.n)).toEqual([2, 1, 4, 1]);
+  expect(after.filter((m) => m.key === 'occupancy').map((m) => m.avg)).toEqual([7, 9]);
+  const tables = await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE 'telemetry_1m%' ORDER BY name`);
+  expect(tables.map((t) => t.name)).toEqual(['telemetry_1m', 'telemetry_1m_mv']);
+}
+
+describe('the minute rollup rebuilt with finer granules (migration 0007)', () => {
+  it('keeps every row and its views on 18.16, also when re-run', async () => {
+    const ch = createCh(testConfig(), null);
+    const engine = serverExecutor(ch);
+    const db = `${testConfig().CLICKHOUSE_DATABASE}_rebuild_${Date.now()}`;
+    try {
+      await rebuildKeepsRows(engine, db);
+    } finally {
+      await engine.exec(`DROP DATABASE IF EXISTS ${db}`);
+      await ch.close();
+    }
+  });
+
+  it('keeps every row and its views on current ClickHouse (chdb), also when re-run', async () => {
+    const chdb = openChdb();
+    try {
+      await rebuildKeepsRows(chdb.engine, 'rebuild');
+    } finally {
+      chdb.close();
+    }
+  });
+});
