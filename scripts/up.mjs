@@ -29,8 +29,10 @@ const pretty = prettyFactory({ colorize: process.stdout.isTTY, singleLine: true,
 const colors = { api: 36, edge: 35, pipeline: 33 };
 const procs = new Map();
 
-function start(name, entry) {
-  const child = spawn(process.execPath, ['--enable-source-maps', join(root, entry)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+const { PROCESS_ENTRIES, NODE_FLAGS } = await import(join(root, 'dist/apps/processes.js'));
+
+function start(name) {
+  const child = spawn(process.execPath, [...NODE_FLAGS[name], join(root, PROCESS_ENTRIES[name])], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   const tag = process.stdout.isTTY ? `\x1b[${colors[name]}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8);
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => {
@@ -65,9 +67,9 @@ function shutdown(code = 0) {
 process.on('SIGINT', () => shutdown(0));
 process.on('SIGTERM', () => shutdown(0));
 
-start('api', 'dist/apps/api/main.js');
-start('edge', 'dist/apps/edge/main.js');
-start('pipeline', 'dist/apps/pipeline/main.js');
+start('api');
+start('edge');
+start('pipeline');
 
 const base = env.PUBLIC_URL ?? 'http://127.0.0.1:8080';
 for (let i = 0; i < 60 && !stopping; i++) {

@@ -3,6 +3,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from '
 import { cpus, totalmem } from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
+import { nodeFlagsFor } from '../../apps/processes.js';
 import { createCh } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { loadConfig, parseDotenv, type Config } from '../../lib/config.js';
@@ -117,7 +118,8 @@ export function percentile(sorted: number[], p: number): number {
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /**
- * Runs a built entry point (dist/...) with the given environment until `stop()`. With
+ * Runs a built entry point (dist/...) with the given environment and its service's Node flags
+ * (apps/processes.ts) until `stop()`. With
  * BENCH_CPU_PROF=<dir> each process writes a V8 CPU profile there when it stops.
  */
 export function startProcess(
@@ -128,7 +130,7 @@ export function startProcess(
   onStdoutLine?: (line: string) => void,
 ): { child: ChildProcess; stop(): Promise<void> } {
   const profileDir = process.env.BENCH_CPU_PROF;
-  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+  const nodeArgs = [...nodeFlagsFor(entry), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
   const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env, stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'] });
   if (onStdoutLine) {
     let buffered = '';

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { NODE_FLAGS, PROCESS_ENTRIES, type ServiceProcess } from '../../apps/processes.js';
 import { repoPath } from '../../lib/paths.js';
 
 // The image and the compose file cannot be built here (no Docker engine): these keep them pointing
@@ -12,6 +13,14 @@ describe('deployment files', () => {
     const entries = [...new Set([...`${dockerfile}\n${compose}`.matchAll(/dist\/([\w/.-]+)\.js/g)].map((m) => m[1]!))];
     expect(entries).toEqual(expect.arrayContaining(['apps/api/main', 'apps/edge/main', 'apps/pipeline/main', 'scripts/migrate']));
     for (const entry of entries) expect(fs.existsSync(repoPath(`${entry}.ts`)), `${entry}.ts`).toBe(true);
+  });
+
+  it('start each service with the Node flags every other launcher gives it', () => {
+    for (const name of Object.keys(PROCESS_ENTRIES) as ServiceProcess[]) {
+      const command = new RegExp(`\\n {2}${name}:\\n(?: {4}.*\\n)*? {4}command: (\\[.*\\])`).exec(compose)?.[1];
+      expect(command, name).toBeDefined();
+      expect(JSON.parse(command!), name).toEqual(['node', ...NODE_FLAGS[name], PROCESS_ENTRIES[name]]);
+    }
   });
 
   it('copy only folders that exist, and every folder the build compiles', () => {

@@ -1,0 +1,33 @@
+/**
+ * The service processes and the Node flags each starts with, for every launcher: `npm run up`
+ * (scripts/up.mjs), the benchmarks (benchmarks/lib/harness.ts) and docker-compose.yml, whose
+ * commands test/foundation/deploy.test.ts holds equal to these.
+ */
+export const PROCESS_ENTRIES = {
+  api: 'dist/apps/api/main.js',
+  edge: 'dist/apps/edge/main.js',
+  pipeline: 'dist/apps/pipeline/main.js',
+} as const;
+export type ServiceProcess = keyof typeof PROCESS_ENTRIES;
+
+/**
+ * The api streams answers of a megabyte and more (a week of minute telemetry is 1.35 MB) and
+ * reads ingest bodies of hundreds of kilobytes. V8 counts those buffers against the old generation's
+ * limit, which it keeps close to the api's small live heap (~25 MB), so it ran a full mark-compact
+ * every one or two such answers, 10-40 ms each: the tail of the telemetry latency. A 128 MB initial
+ * old space keeps the limit above a burst of answers (0 mark-compacts in 60 of them instead of
+ * 15-20). The flag cannot be set through NODE_OPTIONS nor at run time, hence this list.
+ */
+const API_HEAP = '--initial-old-space-size=128';
+
+export const NODE_FLAGS: Record<ServiceProcess, string[]> = {
+  api: ['--enable-source-maps', API_HEAP],
+  edge: ['--enable-source-maps'],
+  pipeline: ['--enable-source-maps'],
+};
+
+/** The flags of a process started from `entry` (a dist/ path); none for anything else. */
+export function nodeFlagsFor(entry: string): string[] {
+  const name = (Object.keys(PROCESS_ENTRIES) as ServiceProcess[]).find((p) => PROCESS_ENTRIES[p] === entry);
+  return name ? NODE_FLAGS[name] : [];
+}
