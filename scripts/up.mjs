@@ -3,6 +3,7 @@
 // missing or stale, then runs api, edge and pipeline in the foreground with interleaved, readable
 // logs. Ctrl-C stops the three processes cleanly; the engines keep running until `npm run down`.
 import { spawn, spawnSync } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,10 +30,11 @@ const pretty = prettyFactory({ colorize: process.stdout.isTTY, singleLine: true,
 const colors = { api: 36, edge: 35, pipeline: 33 };
 const procs = new Map();
 
-const { PROCESS_ENTRIES, NODE_FLAGS } = await import(join(root, 'dist/apps/processes.js'));
+const { PROCESS_ENTRIES, NODE_FLAGS, NICE } = await import(join(root, 'dist/apps/processes.js'));
 
 function start(name) {
   const child = spawn(process.execPath, [...NODE_FLAGS[name], join(root, PROCESS_ENTRIES[name])], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (NICE[name]) setPriority(child.pid, NICE[name]);
   const tag = process.stdout.isTTY ? `\x1b[${colors[name]}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8);
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => {

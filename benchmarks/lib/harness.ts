@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, setPriority, totalmem } from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { nodeFlagsFor } from '../../apps/processes.js';
+import { niceFor, nodeFlagsFor } from '../../apps/processes.js';
 import { createCh } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { loadConfig, parseDotenv, type Config } from '../../lib/config.js';
@@ -118,8 +118,8 @@ export function percentile(sorted: number[], p: number): number {
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /**
- * Runs a built entry point (dist/...) with the given environment and its service's Node flags
- * (apps/processes.ts) until `stop()`. With
+ * Runs a built entry point (dist/...) with the given environment, its service's Node flags and
+ * CPU priority (apps/processes.ts) until `stop()`. With
  * BENCH_CPU_PROF=<dir> each process writes a V8 CPU profile there when it stops.
  */
 export function startProcess(
@@ -132,6 +132,7 @@ export function startProcess(
   const profileDir = process.env.BENCH_CPU_PROF;
   const nodeArgs = [...nodeFlagsFor(entry), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
   const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env, stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'] });
+  if (niceFor(entry) && child.pid !== undefined) setPriority(child.pid, niceFor(entry));
   if (onStdoutLine) {
     let buffered = '';
     child.stdout?.on('data', (d: Buffer) => {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { NODE_FLAGS, PROCESS_ENTRIES, type ServiceProcess } from '../../apps/processes.js';
+import { cpuShares, NODE_FLAGS, PROCESS_ENTRIES, type ServiceProcess } from '../../apps/processes.js';
 import { repoPath } from '../../lib/paths.js';
 
 // The image and the compose file cannot be built here (no Docker engine): these keep them pointing
@@ -15,11 +15,13 @@ describe('deployment files', () => {
     for (const entry of entries) expect(fs.existsSync(repoPath(`${entry}.ts`)), `${entry}.ts`).toBe(true);
   });
 
-  it('start each service with the Node flags every other launcher gives it', () => {
+  it('start each service with the Node flags and CPU weight every other launcher gives it', () => {
     for (const name of Object.keys(PROCESS_ENTRIES) as ServiceProcess[]) {
       const command = new RegExp(`\\n {2}${name}:\\n(?: {4}.*\\n)*? {4}command: (\\[.*\\])`).exec(compose)?.[1];
       expect(command, name).toBeDefined();
       expect(JSON.parse(command!), name).toEqual(['node', ...NODE_FLAGS[name], PROCESS_ENTRIES[name]]);
+      const shares = new RegExp(`\\n {2}${name}:\\n(?: {4}.*\\n)*? {4}cpu_shares: (\\d+)`).exec(compose)?.[1];
+      expect(shares === undefined ? 1024 : Number(shares), `${name} cpu_shares`).toBe(cpuShares(name));
     }
   });
 
