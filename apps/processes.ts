@@ -11,12 +11,12 @@ export const PROCESS_ENTRIES = {
 export type ServiceProcess = keyof typeof PROCESS_ENTRIES;
 
 /**
- * The api streams answers of a megabyte and more (a week of minute telemetry is 1.35 MB) and
- * reads ingest bodies of hundreds of kilobytes. V8 counts those buffers against the old generation's
- * limit, which it keeps close to the api's small live heap (~25 MB), so it ran a full mark-compact
- * every one or two such answers, 10-40 ms each: the tail of the telemetry latency. A 128 MB initial
- * old space keeps the limit above a burst of answers (0 mark-compacts in 60 of them instead of
- * 15-20). The flag cannot be set through NODE_OPTIONS nor at run time, hence this list.
+ * The api streams answers of a megabyte and more (a week of minute telemetry is 1.35 MB). V8
+ * counts those buffers against the old generation's limit, which it keeps close to the api's small
+ * live heap (~25 MB), so it ran a full mark-compact every one or two such answers, 10-40 ms each:
+ * the tail of the telemetry latency. A 128 MB initial old space keeps the limit above a burst of
+ * answers (0 mark-compacts in 60 of them instead of 15-20). The flag cannot be set through
+ * NODE_OPTIONS nor at run time, hence this list.
  */
 const API_HEAP = '--initial-old-space-size=128';
 
