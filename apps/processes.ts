@@ -38,17 +38,8 @@ export const NICE: Record<ServiceProcess, number> = { api: 0, edge: 0, pipeline:
 /** The same weight as a container's `cpu_shares` (the kernel's weight of nice n is ~1024 / 1.25ⁿ). */
 export const cpuShares = (name: ServiceProcess): number => Math.round(1024 / 1.25 ** NICE[name]);
 
-const processOf = (entry: string): ServiceProcess | undefined =>
-  (Object.keys(PROCESS_ENTRIES) as ServiceProcess[]).find((p) => PROCESS_ENTRIES[p] === entry);
-
-/** The flags of a process started from `entry` (a dist/ path); none for anything else. */
-export function nodeFlagsFor(entry: string): string[] {
-  const name = processOf(entry);
-  return name ? NODE_FLAGS[name] : [];
-}
-
-/** The nice value of a process started from `entry`; 0 for anything else. */
-export function niceFor(entry: string): number {
-  const name = processOf(entry);
-  return name ? NICE[name] : 0;
+/** The Node flags and nice value of a process started from `entry` (a dist/ path); none for anything else. */
+export function launchOf(entry: string): { flags: string[]; nice: number } {
+  const name = (Object.keys(PROCESS_ENTRIES) as ServiceProcess[]).find((p) => PROCESS_ENTRIES[p] === entry);
+  return name ? { flags: NODE_FLAGS[name], nice: NICE[name] } : { flags: [], nice: 0 };
 }

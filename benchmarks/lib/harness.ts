@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from '
 import { cpus, setPriority, totalmem } from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import { niceFor, nodeFlagsFor } from '../../apps/processes.js';
+import { launchOf } from '../../apps/processes.js';
 import { createCh } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { loadConfig, parseDotenv, type Config } from '../../lib/config.js';
@@ -130,9 +130,10 @@ export function startProcess(
   onStdoutLine?: (line: string) => void,
 ): { child: ChildProcess; stop(): Promise<void> } {
   const profileDir = process.env.BENCH_CPU_PROF;
-  const nodeArgs = [...nodeFlagsFor(entry), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
+  const launch = launchOf(entry);
+  const nodeArgs = [...launch.flags, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
   const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env, stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'] });
-  if (niceFor(entry) && child.pid !== undefined) setPriority(child.pid, niceFor(entry));
+  if (launch.nice && child.pid !== undefined) setPriority(child.pid, launch.nice);
   if (onStdoutLine) {
     let buffered = '';
     child.stdout?.on('data', (d: Buffer) => {

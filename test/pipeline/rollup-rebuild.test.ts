@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ import { readMigrations, splitStatements } from '../../lib/migrations.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { openChdb } from '../support/chdb.js';
 import { testConfig } from '../support/env.js';
-import { event } from './harness.js';
+import { event, waitFor } from './harness.js';
 
 /**
  * Migration 0007 copies the minute rollup into a table with 1,024-row granules: on both engines
@@ -19,8 +19,8 @@ import { event } from './harness.js';
 const REBUILD = 7;
 const rebuild = readMigrations(CLICKHOUSE_MIGRATIONS).find((m) => m.version === REBUILD)!;
 const before = mkdtempSync(join(tmpdir(), 'ch-migrations-'));
-for (const m of readMigrations(CLICKHOUSE_MIGRATIONS).filter((m) => m.version < REBUILD)) {
-  copyFileSync(join(CLICKHOUSE_MIGRATIONS, `${String(m.version).padStart(4, '0')}_${m.name}.sql`), join(before, `${String(m.version).padStart(4, '0')}_${m.name}.sql`));
+for (const file of readdirSync(CLICKHOUSE_MIGRATIONS).filter((f) => f.endsWith('.sql') && Number.parseInt(f, 10) < REBUILD)) {
+  copyFileSync(join(CLICKHOUSE_MIGRATIONS, file), join(before, file));
 }
 afterAll(() => rmSync(before, { recursive: true, force: true }));
 
@@ -50,7 +50,7 @@ function occupancySql(db: string, operatorId: string, venueId: string, minute: n
     value,
     capacity: null,
     percent: null,
-    reason: 'entry',
+    reason: 'flow',
     clamped: 0,
     retention_days: 90,
     kafka_topic: 'rebuild',
@@ -103,12 +103,10 @@ async function rebuildKeepsRows(engine: ChExecutor, db: string): Promise<void> {
 
   // A crash after the copy and before the ledger row: the file runs again from its first statement.
   await engine.exec(`ALTER TABLE ${db}.schema_migrations DELETE WHERE version = ${REBUILD}`);
-  let ledger = 1;
-  for (let i = 0; i < 100 && ledger > 0; i++) {
+  await waitFor('the ledger row to go', async () => {
     const [row] = await engine.query<{ n: number | string }>(`SELECT count() AS n FROM ${db}.schema_migrations WHERE version = ${REBUILD}`);
-    ledger = Number(row!.n);
-    if (ledger > 0) await new Promise((r) => setTimeout(r, 100));
-  }
+    return Number(row!.n) === 0;
+  });
   expect((await migrateClickhouse(engine, db)).applied).toEqual([`${REBUILD}_telemetry_1m_granules`]);
   expect(await minutes(engine, db, venueId)).toEqual(stored);
 
