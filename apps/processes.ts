@@ -20,10 +20,19 @@ export type ServiceProcess = keyof typeof PROCESS_ENTRIES;
  */
 const API_HEAP = '--initial-old-space-size=128';
 
+/**
+ * The pipeline holds each fetched batch (decoded events, rows) for up to PIPELINE_BATCH_MS while it
+ * writes: at V8's default 16 MB semi-spaces that work outlived two scavenges, was promoted and
+ * then collected again by the old generation. 64 MB semi-spaces let most of it die young: ~10 %
+ * less pipeline CPU per event in bench:ingest, for ~40 MB more RSS. (No effect on the api's
+ * latency, whose requests are short-lived.)
+ */
+const PIPELINE_YOUNG = '--max-semi-space-size=64';
+
 export const NODE_FLAGS: Record<ServiceProcess, string[]> = {
   api: ['--enable-source-maps', API_HEAP],
   edge: ['--enable-source-maps'],
-  pipeline: ['--enable-source-maps'],
+  pipeline: ['--enable-source-maps', PIPELINE_YOUNG],
 };
 
 /**
