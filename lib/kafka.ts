@@ -187,23 +187,34 @@ const keyedPartitioner: ICustomPartitioner = () => {
  */
 export const MAX_MESSAGES_PER_SEND = 500;
 
-/** `topicMessages` cut into sends of at most `max` messages, in order (sent one after the other, order holds). */
-export function inSends(topicMessages: TopicMessages[], max = MAX_MESSAGES_PER_SEND): TopicMessages[][] {
+/** A send's bytes (keys and values) stay under the 1 MB a broker takes per partition and request by default. */
+export const MAX_BYTES_PER_SEND = 768 * 1024;
+
+const sizeOf = (m: TopicMessages['messages'][number]) => (m.value?.length ?? 0) + (m.key?.length ?? 0);
+
+/** `topicMessages` cut into sends of at most `max` messages and about `maxBytes`, in order (sent one after the other, order holds). */
+export function inSends(topicMessages: TopicMessages[], max = MAX_MESSAGES_PER_SEND, maxBytes = MAX_BYTES_PER_SEND): TopicMessages[][] {
   const sends: TopicMessages[][] = [];
   let current: TopicMessages[] = [];
-  let room = max;
+  let count = 0;
+  let bytes = 0;
   for (const { topic, messages } of topicMessages) {
-    for (let i = 0; i < messages.length; ) {
-      if (room === 0) {
+    let part: TopicMessages['messages'] = [];
+    for (const m of messages) {
+      const size = sizeOf(m);
+      if (count > 0 && (count === max || bytes + size > maxBytes)) {
+        if (part.length > 0) current.push({ topic, messages: part });
         sends.push(current);
         current = [];
-        room = max;
+        part = [];
+        count = 0;
+        bytes = 0;
       }
-      const part = messages.slice(i, i + room);
-      current.push({ topic, messages: part });
-      room -= part.length;
-      i += part.length;
+      part.push(m);
+      count++;
+      bytes += size;
     }
+    if (part.length > 0) current.push({ topic, messages: part });
   }
   if (current.length > 0) sends.push(current);
   return sends;

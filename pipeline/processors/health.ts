@@ -108,6 +108,10 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
         else state.integrations.delete(key);
       }
     },
+    entry(state, key) {
+      const value = key.startsWith('s|') ? state.sources.get(key) : state.integrations.get(key);
+      return value ? encodeStateEntry(value) : null;
+    },
     size: (state) => state.sources.size + state.integrations.size,
 
     async process(state, messages, ctx) {

@@ -207,6 +207,10 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
       if (s) state.set(key, s);
       else state.delete(key);
     },
+    entry(state, key) {
+      const s = state.get(key);
+      return s ? encodeStateEntry(s) : null;
+    },
     size: (state) => state.size,
 
     async process(state, messages: InputMessage[], ctx: ProcessorContext): Promise<Effects> {

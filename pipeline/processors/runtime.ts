@@ -4,11 +4,13 @@ import { changelogTopicName, decodeEventsOfTypes, type CanonicalEvent, type Even
 import { createMissingTopics, inSends, subscribeWhenKnown } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { describeError } from '../sink/dead-letter.js';
+import { ChangelogLayout } from './changelog.js';
 
 /**
  * The stream-processor runtime (docs/processors.md): each processor is one Kafka consumer group
  * over its input topics, with its state per input partition kept in memory and written to a
- * compacted changelog topic (state of input partition p → changelog partition p). Every batch is
+ * compacted changelog topic (state of input partition p → changelog partition p; entries grouped
+ * into a few records per transaction, see changelog.ts). Every batch is
  * one Kafka transaction: the outputs, the changelog entries the batch changed and the consumed
  * offsets (`sendOffsets`) commit together or not at all, and everything downstream reads committed
  * only. The transactional id belongs to the input partition, not to the process: whoever takes
@@ -79,6 +81,8 @@ export interface Processor<S> {
   createState(): S;
   /** Applies a changelog entry while restoring (null: the entry was deleted). */
   restore(state: S, key: string, value: Buffer | null): void;
+  /** The changelog value of an entry as held now (null: none); the changelog writes it again as it compacts. */
+  entry(state: S, key: string): Buffer | null;
   /** Handles a batch of one input partition; state is changed in place, changed entries returned. */
   process(state: S, messages: InputMessage[], ctx: ProcessorContext): Promise<Effects>;
   /** Wall-clock timers of one partition. */
@@ -141,6 +145,8 @@ export class ProcessorRuntime<S> {
   readonly stats: ProcessorStats = { batches: 0, messages: 0, transactions: 0, aborts: 0, restores: 0, stateEntries: 0 };
   private readonly log: Logger;
   private readonly states = new Map<number, S>();
+  /** Where each partition's state entries are in the changelog (created by the restore, with the state). */
+  private readonly layouts = new Map<number, ChangelogLayout>();
   private assigned = new Set<number>();
   /** Next offset to read per `topic:partition` (committed with the last transaction). */
   private readonly position = new Map<string, bigint>();
@@ -192,6 +198,7 @@ export class ProcessorRuntime<S> {
       void this.exclusive(async () => {
         this.assigned = partitions;
         this.states.clear();
+        this.layouts.clear();
         await Promise.all([...this.producers.keys()].map((p) => this.dropProducer(p)));
       });
     });
@@ -384,16 +391,20 @@ export class ProcessorRuntime<S> {
    */
   private async dropPartition(p: number): Promise<void> {
     this.states.delete(p);
+    this.layouts.delete(p);
     await this.dropProducer(p);
   }
 
   /** Partition p's outputs and changelog entries, and consumed offsets, in one transaction. */
   private async transact(p: number, effects: Effects, offsets: Array<{ topic: string; partition: number; offset: string }>): Promise<void> {
     const producer = this.producers.get(p);
-    if (!producer) throw new Error(`partition ${p} has no transactional producer; it is restored first`);
+    const state = this.states.get(p);
+    const layout = this.layouts.get(p);
+    if (!producer || state === undefined || !layout) throw new Error(`partition ${p} has no transactional producer; it is restored first`);
+    const changelog = layout.write(effects.changes, (key) => this.processor.entry(state, key));
     const topicMessages = [
       ...groupByTopic(effects.outputs.map((o) => ({ topic: o.topic, key: o.key, value: o.value, partition: p }))),
-      ...(effects.changes.length > 0 ? [{ topic: this.changelog, messages: effects.changes.map((c) => ({ key: c.key, value: c.value, partition: p })) }] : []),
+      ...(changelog.length > 0 ? [{ topic: this.changelog, messages: changelog.map((c) => ({ key: c.key, value: c.value, partition: p })) }] : []),
     ];
     const txn = await producer.transaction();
     try {
@@ -431,6 +442,7 @@ export class ProcessorRuntime<S> {
     await Promise.all(wanted.map((p) => this.takeTransactionalId(p)));
     const ends = new Map((await admin.fetchTopicOffsets(this.changelog)).map((o) => [o.partition, { low: BigInt(o.low), high: BigInt(o.high) }]));
     const states = new Map(wanted.map((p) => [p, this.processor.createState()]));
+    const layouts = new Map(wanted.map((p) => [p, new ChangelogLayout()]));
     const pending = new Set(wanted.filter((p) => (ends.get(p)?.high ?? 0n) > (ends.get(p)?.low ?? 0n)));
     let entries = 0;
     if (pending.size > 0) {
@@ -446,11 +458,14 @@ export class ProcessorRuntime<S> {
         await reader.run({
           eachBatch: async ({ batch }) => {
             const state = states.get(batch.partition);
-            if (!state) return;
+            const layout = layouts.get(batch.partition);
+            if (!state || !layout) return;
             for (const m of batch.messages) {
               if (BigInt(m.offset) >= ends.get(batch.partition)!.high) break;
-              this.processor.restore(state, m.key!.toString('utf8'), m.value);
-              entries++;
+              layout.restore(m.key!.toString('utf8'), m.value, (key, value) => {
+                this.processor.restore(state, key, value);
+                entries++;
+              });
             }
           },
         });
@@ -471,7 +486,10 @@ export class ProcessorRuntime<S> {
         if (states.has(p.partition)) this.position.set(`${t.topic}:${p.partition}`, BigInt(Math.max(0, Number(p.offset))));
       }
     }
-    for (const [p, s] of states) this.states.set(p, s);
+    for (const [p, s] of states) {
+      this.states.set(p, s);
+      this.layouts.set(p, layouts.get(p)!);
+    }
     this.stats.restores++;
     this.log.info({ partitions: wanted, entries, ms: Date.now() - started }, 'state restored from the changelog');
   }

@@ -105,6 +105,11 @@ export function createVisitsProcessor(opts: { db: Queryable; inputTopic: string;
       if (o) state.open.set(key, o);
       else state.open.delete(key);
     },
+    entry(state, key) {
+      if (key === STREAM_KEY) return encodeStateEntry({ t: state.streamTime });
+      const o = state.open.get(key);
+      return o ? encodeStateEntry(o) : null;
+    },
     size: (state) => state.open.size,
 
     async process(state, messages, ctx) {
