@@ -55,9 +55,16 @@ export function localDayNumber(ts: number, timeZone: string): number {
   return day;
 }
 
-/** `YYYY-MM-DD` of a day number. */
+let lastDay = NaN;
+let lastDayString = '';
+
+/** `YYYY-MM-DD` of a day number (the sink asks once per event, nearly always for the same day). */
 export function dayString(day: number): string {
-  return new Date(day * DAY_MS).toISOString().slice(0, 10);
+  if (day !== lastDay) {
+    lastDayString = new Date(day * DAY_MS).toISOString().slice(0, 10);
+    lastDay = day;
+  }
+  return lastDayString;
 }
 
 /**

@@ -274,29 +274,31 @@ export class Sink<R extends SinkRow> {
         items.push({ ...at, index: 0, poison: { letter: message, error: error! } });
         continue;
       }
-      parts.forEach((part, index) => {
-        const item: Item<R> = { ...at, index };
-        // An element of a message holding several is dead-lettered alone: a replay must not repeat the others.
-        const poison = (reason: string) => {
-          const value = parts.length === 1 ? message.value : Buffer.from(JSON.stringify(part.raw));
-          item.poison = { letter: { key: message.key, value, headers: message.headers }, error: reason };
-        };
-        if ('error' in part) poison(`undecodable ${what}: ${part.error}`);
+      for (let index = 0; index < parts.length; index++) {
+        const part = parts[index]!;
+        const item: Item<R> = { partition: batch.partition, offset: message.offset, done: false, index };
+        let reason: string | undefined;
+        if ('error' in part) reason = `undecodable ${what}: ${part.error}`;
         else {
           const ctx = contexts.get(part.venueId);
-          if (!ctx) poison(`unknown venue ${part.venueId}`);
-          else if (ctx.operatorId !== part.operatorId) poison(`venue ${part.venueId} belongs to another operator`);
+          if (!ctx) reason = `unknown venue ${part.venueId}`;
+          else if (ctx.operatorId !== part.operatorId) reason = `venue ${part.venueId} belongs to another operator`;
           else {
             try {
               item.row = part.toRow({ topic: batch.topic, partition: batch.partition, offset: message.offset, index }, ctx);
             } catch (err) {
               // e.g. a time zone the runtime does not know
-              poison(describeError(err));
+              reason = describeError(err);
             }
           }
         }
+        if (reason !== undefined) {
+          // An element of a message holding several is dead-lettered alone: a replay must not repeat the others.
+          const value = parts.length === 1 ? message.value : Buffer.from(JSON.stringify(part.raw));
+          item.poison = { letter: { key: message.key, value, headers: message.headers }, error: reason };
+        }
         items.push(item);
-      });
+      }
     }
     return items;
   }
