@@ -4,8 +4,8 @@ import type { StateChange } from './runtime.js';
  * How a processor's state entries are laid out in its compacted changelog topic, per partition
  * (docs/processors.md#the-changelog).
  *
- * One Kafka record per entry cost about 15 µs of CPU each (kafkajs encodes every record on its own,
- * the broker stores and indexes it); for visits, one per device seen, that was 40 % of the
+ * One Kafka record per entry cost about 20 µs of CPU each (kafkajs encodes every record on its own,
+ * the broker stores and indexes it); for visits, one per device seen, that was a third of the
  * pipeline. So the entries a transaction writes go into a few large records keyed by *slot*
  * (`#slot:<n>`) instead:
  *
