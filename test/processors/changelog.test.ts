@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inSends } from '../../lib/kafka.js';
+import { inSends, MAX_BYTES_PER_SEND } from '../../lib/kafka.js';
 import { ChangelogLayout, SLOT_BYTES, SLOT_KEY_PREFIX, type ChangelogRecord } from '../../pipeline/processors/changelog.js';
 import { openProcHarness, waitFor, type ProcHarness } from './harness.js';
 
@@ -177,5 +177,17 @@ describe('the changelog layout', () => {
       expect(next.length).toBeLessThanOrEqual(2);
       expect(next.reduce((n, r) => n + r.value!.length, 0)).toBeLessThanOrEqual(2 * SLOT_BYTES);
     }
+  });
+
+  it('is sent in requests under the default 1 MB a broker takes, in order', () => {
+    const layout = new ChangelogLayout();
+    const value = Buffer.alloc(1000, 1);
+    const records = layout.write(Array.from({ length: 2000 }, (_, i) => ({ key: `e${i}`, value })), () => value);
+    const sends = inSends([{ topic: 'changelog', messages: records.map((r) => ({ key: r.key, value: r.value })) }]);
+    expect(sends.length).toBeGreaterThan(2);
+    for (const send of sends) {
+      expect(send.flatMap((t) => t.messages).reduce((n, m) => n + (m.value as Buffer).length, 0)).toBeLessThanOrEqual(MAX_BYTES_PER_SEND);
+    }
+    expect(sends.flatMap((send) => send.flatMap((t) => t.messages.map((m) => m.key)))).toEqual(records.map((r) => r.key));
   });
 });
