@@ -1,5 +1,3 @@
-import type { StateChange } from './runtime.js';
-
 /**
  * How a processor's state entries are laid out in its compacted changelog topic, per partition
  * (docs/processors.md#the-changelog).
@@ -66,22 +64,19 @@ export class ChangelogLayout {
   }
 
   /**
-   * The changelog records of a transaction: `changes` in order (the last per key wins), the entries
-   * the slots written carry, and the moving of entries of the old layout. `current` gives an
-   * entry's value as the processor holds it now.
+   * The changelog records of a transaction: the entries `changed`, the entries the slots written
+   * carry, and the moving of entries of the old layout. `current` gives an entry's value as the
+   * processor holds it now (null: deleted).
    */
-  write(changes: StateChange[], current: (key: string) => Buffer | null): ChangelogRecord[] {
+  write(changed: Iterable<string>, current: (key: string) => Buffer | null): ChangelogRecord[] {
     const out: ChangelogRecord[] = [];
-    const dirty = new Map<string, Buffer | null>();
     // The old records are deleted first, so the new values come after them in the partition.
-    for (const k of this.legacy) {
-      out.push({ key: k, value: null });
-      dirty.set(k, current(k));
-    }
+    for (const k of this.legacy) out.push({ key: k, value: null });
+    const dirty = new Set([...this.legacy, ...changed]);
     this.legacy.clear();
-    for (const c of changes) dirty.set(c.key, c.value);
     const queue: Array<[string, Buffer | null]> = [];
-    for (const [k, v] of dirty) {
+    for (const k of dirty) {
+      const v = current(k);
       // A value never written needs no deletion.
       if (v === null && !this.slotOf.has(k)) continue;
       this.unplace(k);

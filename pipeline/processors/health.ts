@@ -133,11 +133,11 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
           ctx.log.warn({ topic: m.topic, partition: m.partition, offset: m.offset, err: describeError(err) }, 'health: undecodable report skipped');
         }
       }
-      return { outputs: [], changes: [...dirty].map((key) => ({ key, value: encodeStateEntry(state.sources.get(key)) })) };
+      return { outputs: [], changed: dirty };
     },
 
     async tick(state, ctx) {
-      const effects: Effects = { outputs: [], changes: [] };
+      const effects: Effects = { outputs: [], changed: new Set() };
       if (!ctx.caughtUp || (state.sources.size === 0 && state.integrations.size === 0)) return effects;
       const venueIds = new Set([...state.sources.values()].map((s) => s.v));
       for (const i of state.integrations.values()) venueIds.add(i.v);
@@ -177,7 +177,7 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
           });
           i.status = h.status;
           i.snap = ctx.now;
-          effects.changes.push({ key, value: encodeStateEntry(i) });
+          effects.changed.add(key);
         }
       }
       // Integrations deleted or deactivated since: forgotten.
@@ -185,7 +185,7 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
         const i = state.integrations.get(key)!;
         if (!active.has(key) && known.has(i.v)) {
           state.integrations.delete(key);
-          effects.changes.push({ key, value: null });
+          effects.changed.add(key);
         }
       }
       return effects;

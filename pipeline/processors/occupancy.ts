@@ -225,7 +225,7 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
       const requests = messages.map((m) => eventsOfTypes([m], FLOW_TYPES, ctx, 'occupancy')).filter((events) => events.length > 0);
       const outputs: Effects['outputs'] = [];
       const dirty = new Set<string>();
-      if (requests.length === 0) return { outputs, changes: [] };
+      if (requests.length === 0) return { outputs, changed: dirty };
       const known = await venues.resolve(requests.flatMap((events) => events.map((e) => e.venueId)));
       const reloaded = new Set<string>();
       const out = (u: OccupancyUpdate) => outputs.push({ topic: opts.outputTopic, key: u.venueId, value: encodeOccupancyUpdate(u) });
@@ -287,25 +287,25 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
         }
         for (const [s, u] of changed) out(update(s, u.capacity, s.ts, u.reason, u.clamped));
       }
-      return { outputs, changes: [...dirty].map((key) => ({ key, value: encodeStateEntry(state.get(key)) })) };
+      return { outputs, changed: dirty };
     },
 
     /** The daily reset of scopes no event reached since the reset time (only once caught up, so replays are deterministic). */
     async tick(state, ctx) {
       const outputs: Effects['outputs'] = [];
-      const changes: Effects['changes'] = [];
-      if (!ctx.caughtUp) return { outputs, changes };
+      const changed = new Set<string>();
+      if (!ctx.caughtUp) return { outputs, changed };
       const due = [...state.values()].filter((s) => ctx.now - REORDER_WINDOW_MS >= nextPeriodStart(s.period, s.resetHour, s.timezone));
-      if (due.length === 0) return { outputs, changes };
+      if (due.length === 0) return { outputs, changed };
       const known = await venues.resolve(due.map((s) => s.venueId));
       for (const s of due) {
         const p = periodStart(ctx.now - REORDER_WINDOW_MS, s.resetHour, s.timezone);
         Object.assign(s, { base: 0, baseTs: p, basePeriod: p, baseClamped: 0, pending: [], value: 0, ts: p, period: p, clamped: 0, maxTs: Math.max(s.maxTs, p) });
         prefixes.delete(s);
         outputs.push({ topic: opts.outputTopic, key: s.venueId, value: encodeOccupancyUpdate(update(s, capacityOf(s, known), p, 'reset', 0)) });
-        changes.push({ key: scopeKey(s.venueId, s.zoneId), value: encodeStateEntry(s) });
+        changed.add(scopeKey(s.venueId, s.zoneId));
       }
-      return { outputs, changes };
+      return { outputs, changed };
     },
   };
 }

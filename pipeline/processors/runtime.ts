@@ -54,15 +54,10 @@ export interface Output {
   value: Buffer;
 }
 
-/** A changelog entry: the new state stored under `key`, or null to delete it. */
-export interface StateChange {
-  key: string;
-  value: Buffer | null;
-}
-
 export interface Effects {
   outputs: Output[];
-  changes: StateChange[];
+  /** Keys of the state entries changed or deleted: the changelog stores each one's `entry` as of the transaction. */
+  changed: Set<string>;
 }
 
 export interface ProcessorContext {
@@ -81,9 +76,9 @@ export interface Processor<S> {
   createState(): S;
   /** Applies a changelog entry while restoring (null: the entry was deleted). */
   restore(state: S, key: string, value: Buffer | null): void;
-  /** The changelog value of an entry as held now (null: none); the changelog writes it again as it compacts. */
+  /** The changelog value of an entry as held now (null: none). */
   entry(state: S, key: string): Buffer | null;
-  /** Handles a batch of one input partition; state is changed in place, changed entries returned. */
+  /** Handles a batch of one input partition; state is changed in place, the keys changed returned. */
   process(state: S, messages: InputMessage[], ctx: ProcessorContext): Promise<Effects>;
   /** Wall-clock timers of one partition. */
   tick(state: S, ctx: ProcessorContext): Promise<Effects>;
@@ -316,7 +311,7 @@ export class ProcessorRuntime<S> {
     for (const [p, state] of this.states) {
       const ctx: ProcessorContext = { partition: p, now, caughtUp: this.caughtUp(p), log: this.log };
       const effects = await this.processor.tick(state, ctx);
-      if (effects.outputs.length > 0 || effects.changes.length > 0) parts.push({ partition: p, ...effects });
+      if (effects.outputs.length > 0 || effects.changed.size > 0) parts.push({ partition: p, ...effects });
     }
     this.stats.stateEntries = this.stateSize();
     if (now - this.loggedAt >= 60_000) {
@@ -401,7 +396,7 @@ export class ProcessorRuntime<S> {
     const state = this.states.get(p);
     const layout = this.layouts.get(p);
     if (!producer || state === undefined || !layout) throw new Error(`partition ${p} has no transactional producer; it is restored first`);
-    const changelog = layout.write(effects.changes, (key) => this.processor.entry(state, key));
+    const changelog = layout.write(effects.changed, (key) => this.processor.entry(state, key));
     const topicMessages = [
       ...groupByTopic(effects.outputs.map((o) => ({ topic: o.topic, key: o.key, value: o.value, partition: p }))),
       ...(changelog.length > 0 ? [{ topic: this.changelog, messages: changelog.map((c) => ({ key: c.key, value: c.value, partition: p })) }] : []),

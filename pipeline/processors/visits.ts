@@ -60,36 +60,32 @@ export function createVisitsProcessor(opts: { db: Queryable; inputTopic: string;
   const close = (state: VisitsState, key: string, effects: Effects) => {
     const o = state.open.get(key)!;
     state.open.delete(key);
-    effects.changes.push({ key, value: null });
+    effects.changed.add(key);
     if (!qualifies(o)) return;
     const visit: Visit = { id: visitId(o), operatorId: o.o, venueId: o.v, zoneId: o.z, device: o.d, randomizedMac: o.r, startTs: o.first, endTs: o.last, sightings: o.n };
     effects.outputs.push({ topic: opts.outputTopic, key: o.v, value: encodeVisit(visit) });
   };
 
-  const sighting = (state: VisitsState, e: CanonicalEvent, zoneId: string | null, effects: Effects, dirty: Set<string>) => {
+  const sighting = (state: VisitsState, e: CanonicalEvent, zoneId: string | null, effects: Effects) => {
     const key = `${e.venueId}|${zoneId ?? ''}|${e.device}`;
     let o = state.open.get(key);
     if (o && (expired(o, state.streamTime) || e.ts > o.last + VISIT_GAP_MS)) {
       close(state, key, effects);
-      dirty.delete(key);
       o = undefined;
     }
     if (!o) {
       // Too late to place (its visit may be closed already), or a departure without a visit.
       if (e.ts < state.streamTime - VISIT_REORDER_MS || e.type === 'device_left') return;
       state.open.set(key, { o: e.operatorId, v: e.venueId, z: zoneId, d: e.device!, r: e.randomizedMac, first: e.ts, last: e.ts, n: 1 });
-      dirty.add(key);
+      effects.changed.add(key);
       return;
     }
     if (e.ts < o.first - VISIT_GAP_MS) return; // an older visit's sighting, long closed
     o.first = Math.min(o.first, e.ts);
     o.last = Math.max(o.last, e.ts);
     o.n++;
-    dirty.add(key);
-    if (e.type === 'device_left') {
-      close(state, key, effects);
-      dirty.delete(key);
-    }
+    effects.changed.add(key);
+    if (e.type === 'device_left') close(state, key, effects);
   };
 
   return {
@@ -113,21 +109,20 @@ export function createVisitsProcessor(opts: { db: Queryable; inputTopic: string;
     size: (state) => state.open.size,
 
     async process(state, messages, ctx) {
-      const effects: Effects = { outputs: [], changes: [] };
+      const effects: Effects = { outputs: [], changed: new Set() };
       const events: CanonicalEvent[] = [];
       for (const e of eventsOfTypes(messages, SIGHTINGS, ctx, 'visits')) if (e.device) events.push(e);
       if (events.length === 0) return effects;
       const known = await venues.resolve(events.map((e) => e.venueId));
       const reloaded = new Set<string>();
-      const dirty = new Set<string>();
       const before = state.streamTime;
       for (const e of events) {
         let info: VenueInfo | undefined = known.get(e.venueId);
         if (e.zoneId) info = await venues.withZone(e.venueId, e.zoneId, known, reloaded);
         if (!info || !info.is_active || info.operator_id !== e.operatorId) continue;
         state.streamTime = Math.max(state.streamTime, e.ts);
-        sighting(state, e, null, effects, dirty);
-        if (e.zoneId && info.zones.some((z) => z.id === e.zoneId)) sighting(state, e, e.zoneId, effects, dirty);
+        sighting(state, e, null, effects);
+        if (e.zoneId && info.zones.some((z) => z.id === e.zoneId)) sighting(state, e, e.zoneId, effects);
       }
       if (state.streamTime > before) {
         // A sweep scans every open visit, so it runs once per SWEEP_EVERY_MS of event time. When a
@@ -136,21 +131,17 @@ export function createVisitsProcessor(opts: { db: Queryable; inputTopic: string;
         if (state.streamTime - state.sweptAt >= SWEEP_EVERY_MS) {
           state.sweptAt = state.streamTime;
           for (const [key, o] of state.open) {
-            if (expired(o, state.streamTime)) {
-              close(state, key, effects);
-              dirty.delete(key);
-            }
+            if (expired(o, state.streamTime)) close(state, key, effects);
           }
         }
-        effects.changes.push({ key: STREAM_KEY, value: encodeStateEntry({ t: state.streamTime }) });
+        effects.changed.add(STREAM_KEY);
       }
-      for (const key of dirty) effects.changes.push({ key, value: encodeStateEntry(state.open.get(key)) });
       return effects;
     },
 
     /** Once caught up, the wall clock closes visits of devices no longer seen. */
     async tick(state, ctx) {
-      const effects: Effects = { outputs: [], changes: [] };
+      const effects: Effects = { outputs: [], changed: new Set() };
       if (!ctx.caughtUp) return effects;
       for (const [key, o] of state.open) if (expired(o, ctx.now)) close(state, key, effects);
       return effects;
