@@ -112,7 +112,7 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
       receivedAt: now.getTime(),
       idempotencyKey: batch.idempotencyKey,
     };
-    // One message for the request's events (more only past MAX_EVENT_MESSAGE_BYTES), all to the venue's partition in order.
+    // The request's events in runs of about 32 KB (lib/events.ts), all to the venue's partition, in order, in one acknowledged send.
     const messages: Message[] = encodeEventMessages(valid.map((v) => toCanonical(v, ctx))).map((m) => ({ key: venueId, ...m }));
     // The request's report for connector health travels in the same acknowledged send.
     const report = deps.reportsTopic ? [{ topic: deps.reportsTopic, messages: [reportMessage(reportOf(valid.length, errors.length))] }] : [];
