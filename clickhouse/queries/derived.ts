@@ -1,4 +1,4 @@
-import { chRows, chsql, type Ch, type ChSql } from '../client.js';
+import { chRows, chsql, insertRows, type Ch, type ChSql } from '../client.js';
 
 /** Columns every derived row carries for the sink (replay key, retention class). */
 interface Sunk {
@@ -53,9 +53,9 @@ export interface HealthRow extends Sunk {
   ts_ms: number;
 }
 
-export const insertOccupancy = (ch: Ch, rows: OccupancyRow[]) => ch.insert({ table: 'occupancy_updates', values: rows, format: 'JSONEachRow' }).then(() => undefined);
-export const insertVisits = (ch: Ch, rows: VisitRow[]) => ch.insert({ table: 'visits', values: rows, format: 'JSONEachRow' }).then(() => undefined);
-export const insertHealth = (ch: Ch, rows: HealthRow[]) => ch.insert({ table: 'connector_health', values: rows, format: 'JSONEachRow' }).then(() => undefined);
+export const insertOccupancy = (ch: Ch, rows: OccupancyRow[]) => insertRows(ch, 'occupancy_updates', rows);
+export const insertVisits = (ch: Ch, rows: VisitRow[]) => insertRows(ch, 'visits', rows);
+export const insertHealth = (ch: Ch, rows: HealthRow[]) => insertRows(ch, 'connector_health', rows);
 
 /** The newest figure of the venue ('' zone) and of each zone of one venue. */
 export function currentOccupancySql(q: { operatorId: string; venueId: string }): ChSql {

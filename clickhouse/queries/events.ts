@@ -1,4 +1,4 @@
-import { chRows, chsql, literal, raw, type Ch, type ChSql } from '../client.js';
+import { chRows, chsql, insertRows, literal, raw, type Ch, type ChSql } from '../client.js';
 
 /** One row of the raw `events` table, every column present (18.16 ignores DEFAULTs for JSONEachRow). */
 export interface EventRow {
@@ -27,7 +27,7 @@ export interface EventRow {
 
 /** One INSERT of raw events (and, through the views, of every telemetry table). */
 export async function insertEvents(ch: Ch, rows: EventRow[]): Promise<void> {
-  await ch.insert({ table: 'events', values: rows, format: 'JSONEachRow' });
+  await insertRows(ch, 'events', rows);
 }
 
 export interface StoredOffsetsQuery {

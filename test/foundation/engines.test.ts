@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { testConfig } from '../support/env.js';
 import { createDb, one, sql } from '../../postgres/client.js';
-import { createCh, chRows, chsql, raw } from '../../clickhouse/client.js';
+import { createCh, chRows, chsql, insertRows, raw } from '../../clickhouse/client.js';
 import { createRedis } from '../../lib/redis.js';
 
 const cfg = testConfig();
@@ -45,6 +45,24 @@ describe('the real engines', () => {
     await ch.insert({ table: table.text, values: [{ id, name: tricky, v: 1.5 }], format: 'JSONEachRow' });
     const rowsBack = await chRows<{ id: string; name: string; v: number }>(ch, chsql`SELECT id, name, v FROM ${table} WHERE name = ${tricky}`);
     expect(rowsBack).toEqual([{ id, name: tricky, v: 1.5 }]);
+    await ch.command({ query: `DROP TABLE ${table.text}` });
+    await ch.close();
+  });
+
+  it('inserts a large batch in one INSERT streamed in chunks, every row exactly as given, and reports a bad row', async () => {
+    const ch = createCh(cfg);
+    const table = raw(`insert_rows_${Date.now()}`);
+    await ch.command({ query: chsql`CREATE TABLE ${table} (n UInt32, name String) ENGINE = MergeTree ORDER BY n`.text });
+    // About 1.2 MB of rows, many chunks; multi-byte text, quotes and newlines inside values.
+    const rows = Array.from({ length: 6000 }, (_, n) => ({ n, name: `${'é€😀'.repeat(n % 40)} "row" ${n}\n\\ end` }));
+    await insertRows(ch, table.text, rows);
+    const back = await chRows<{ n: number; name: string }>(ch, chsql`SELECT n, name FROM ${table} ORDER BY n`);
+    expect(back).toEqual(rows);
+    const parts = await chRows<{ c: string }>(ch, chsql`SELECT count() AS c FROM system.parts WHERE database = currentDatabase() AND table = ${table.text} AND active`);
+    expect(Number(parts[0]!.c)).toBe(1);
+    await expect(insertRows(ch, table.text, [{ n: 'not a number', name: 'x' }])).rejects.toThrow();
+    // The connection went back to the pool in a usable state.
+    expect(await chRows<{ c: string }>(ch, chsql`SELECT count() AS c FROM ${table}`)).toEqual([{ c: '6000' }]);
     await ch.command({ query: `DROP TABLE ${table.text}` });
     await ch.close();
   });
