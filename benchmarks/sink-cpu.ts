@@ -1,9 +1,10 @@
 /**
  * bench:sink-cpu: the events sink's own CPU per event, without I/O: decode an events-topic message
  * (the api's own encoding of the bodies bench:ingest sends), check each event against the contract,
- * build the ClickHouse rows and write them as JSONEachRow, as the sink hands them to the client.
+ * build the ClickHouse rows and encode them as JSONEachRow, as the sink streams them to ClickHouse.
  * One thread, no engines, like bench:api-cpu. See benchmarks/README.md#benchsink-cpu.
  */
+import { jsonEachRowChunks } from '../clickhouse/client.js';
 import { checkEvents, toCanonical } from '../domain/ingest/ingest.js';
 import { encodeEventMessages } from '../lib/events.js';
 import { eventsTarget } from '../pipeline/sink/events-sink.js';
@@ -17,38 +18,37 @@ const STAGES = ['decode', 'rows', 'encode'] as const;
 const target = eventsTarget(null as unknown as Queryable);
 const place = { operatorId, timezone: 'Europe/Berlin', retentionDays: limits.retentionDays };
 
-/** The events-topic message the api publishes for one request. */
-function messageOf(v: BenchVenue): Buffer {
+/** The events-topic messages the api publishes for one request. */
+function messagesOf(v: BenchVenue): Buffer[] {
   const now = Date.now();
   const { events } = JSON.parse(ingestBody(v, args.batch, args.newDevices, now)) as { events: unknown[] };
   const { valid } = checkEvents(events, v.connector, now, { days: limits.retentionDays, plan: limits.label });
   const ctx = { key: pseudonyms.keyFor(operatorId), operatorId, venueId: v.venueId, connectorType: v.connector, receivedAt: now };
-  return encodeEventMessages(valid.map((e) => toCanonical(e, ctx)))[0]!.value;
+  return encodeEventMessages(valid.map((e) => toCanonical(e, ctx))).map((m) => m.value);
 }
 
-function handle(value: Buffer, offset: number): Record<(typeof STAGES)[number], number> {
+function handle(values: Buffer[], offset: number): Record<(typeof STAGES)[number], number> {
   const t0 = performance.now();
-  const parts = target.decode(value);
+  const parts = values.flatMap((value) => target.decode(value));
   const t1 = performance.now();
   const rows = parts.map((p, index) => {
     if (!('toRow' in p)) throw new Error(`the bench's own event was refused: ${p.error}`);
     return p.toRow({ topic: 'bench.events', partition: 0, offset: String(offset), index }, place);
   });
   const t2 = performance.now();
-  // What @clickhouse/client does with the rows of a JSONEachRow insert.
   let bytes = 0;
-  for (const row of rows) bytes += (JSON.stringify(row) + '\n').length;
+  for (const chunk of jsonEachRowChunks(rows)) bytes += chunk.length;
   if (bytes === 0) throw new Error('nothing encoded');
   const t3 = performance.now();
   return { decode: t1 - t0, rows: t2 - t1, encode: t3 - t2 };
 }
 
-console.log(`bench:sink-cpu  ${args.requests} messages of ${args.batch} events per connector, ${args.newDevices * 100} % new devices`);
+console.log(`bench:sink-cpu  ${args.requests} requests of ${args.batch} events per connector, ${args.newDevices * 100} % new devices`);
 const results: Record<string, unknown> = {};
 for (const v of venues) {
-  const messages = Array.from({ length: args.requests }, () => messageOf(v));
-  const r = timeStages(STAGES, messages, args.batch, handle);
+  const requests = Array.from({ length: args.requests }, () => messagesOf(v));
+  const r = timeStages(STAGES, requests, args.batch, handle);
   results[v.connector] = r;
-  report(v.connector, r, `${args.batch}-event message`);
+  report(v.connector, r, `${args.batch}-event request`);
 }
-writeCpuResult('sink-cpu', args.out, { messages: args.requests, batch: args.batch, newDevices: args.newDevices }, results);
+writeCpuResult('sink-cpu', args.out, { requests: args.requests, batch: args.batch, newDevices: args.newDevices }, results);

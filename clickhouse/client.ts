@@ -47,7 +47,7 @@ export function createCh(
 const INSERT_CHUNK_CHARS = 32 * 1024;
 
 /** JSONEachRow text in chunks of about INSERT_CHUNK_CHARS, whole rows each. */
-function* jsonEachRowChunks(rows: readonly object[]): Generator<Buffer> {
+export function* jsonEachRowChunks(rows: readonly object[]): Generator<Buffer> {
   let parts: string[] = [];
   let chars = 0;
   for (const row of rows) {

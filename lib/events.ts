@@ -69,23 +69,47 @@ const METRIC_SET: ReadonlySet<string> = new Set(METRIC_NAMES);
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isEpochMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v < MAX_TS_MS;
 
+/** The fields every event of one ingest request shares: an events message states them once, in its envelope. */
+export interface EventEnvelope {
+  operatorId: string;
+  venueId: string;
+  connectorType: ConnectorType;
+  receivedAt: number;
+}
+
+type Checked = { event: CanonicalEvent; error?: undefined } | { event?: undefined; error: string };
+
+/** An envelope's shared fields checked as `checkCanonicalEvent` checks them on an event. */
+function checkEnvelope(e: Record<string, unknown>): { envelope: EventEnvelope; error?: undefined } | { envelope?: undefined; error: string } {
+  for (const f of ['operatorId', 'venueId'] as const) {
+    if (typeof e[f] !== 'string' || !UUID.test(e[f])) return { error: `${f}: must be a UUID` };
+  }
+  if (typeof e.connectorType !== 'string' || !CONNECTOR_SET.has(e.connectorType)) return { error: 'connectorType: must be a connector type' };
+  if (!isEpochMs(e.receivedAt)) return { error: 'receivedAt: must be epoch milliseconds before 2100' };
+  return { envelope: { operatorId: e.operatorId as string, venueId: e.venueId as string, connectorType: e.connectorType as ConnectorType, receivedAt: e.receivedAt } };
+}
+
 /**
  * `canonicalEventSchema` checked by hand, for parsed JSON: every consumer checks every event it
  * reads, and this costs a fraction of a zod parse and copies only the top level (unknown keys
  * dropped, as zod does). test/pipeline/event-messages.test.ts holds the two equal on generated
- * input. The error names the first field at fault as `field: problem`.
+ * input. The error names the first field at fault as `field: problem`. With an `envelope` (already
+ * checked), the shared fields come from it and the element's own are ignored.
  */
-export function checkCanonicalEvent(raw: unknown): { event: CanonicalEvent; error?: undefined } | { event?: undefined; error: string } {
+export function checkCanonicalEvent(raw: unknown, envelope?: EventEnvelope): Checked {
   if (!isRecord(raw)) return { error: '(root): must be an object' };
   const e = raw;
-  for (const f of ['id', 'operatorId', 'venueId'] as const) {
-    if (typeof e[f] !== 'string' || !UUID.test(e[f])) return { error: `${f}: must be a UUID` };
+  if (typeof e.id !== 'string' || !UUID.test(e.id)) return { error: 'id: must be a UUID' };
+  if (!envelope) {
+    for (const f of ['operatorId', 'venueId'] as const) {
+      if (typeof e[f] !== 'string' || !UUID.test(e[f])) return { error: `${f}: must be a UUID` };
+    }
   }
   if (e.zoneId !== null && (typeof e.zoneId !== 'string' || !UUID.test(e.zoneId))) return { error: 'zoneId: must be a UUID or null' };
-  if (typeof e.connectorType !== 'string' || !CONNECTOR_SET.has(e.connectorType)) return { error: 'connectorType: must be a connector type' };
+  if (!envelope && (typeof e.connectorType !== 'string' || !CONNECTOR_SET.has(e.connectorType))) return { error: 'connectorType: must be a connector type' };
   if (typeof e.type !== 'string' || !EVENT_TYPE_SET.has(e.type)) return { error: 'type: must be an event type' };
   if (!isEpochMs(e.ts)) return { error: 'ts: must be epoch milliseconds before 2100' };
-  if (!isEpochMs(e.receivedAt)) return { error: 'receivedAt: must be epoch milliseconds before 2100' };
+  if (!envelope && !isEpochMs(e.receivedAt)) return { error: 'receivedAt: must be epoch milliseconds before 2100' };
   if (e.device !== null && (typeof e.device !== 'string' || !DEVICE.test(e.device))) return { error: 'device: must be a device pseudonym (32 hex digits)' };
   if (typeof e.randomizedMac !== 'boolean') return { error: 'randomizedMac: must be a boolean' };
   if (!isRecord(e.metrics)) return { error: 'metrics: must be an object' };
@@ -95,16 +119,17 @@ export function checkCanonicalEvent(raw: unknown): { event: CanonicalEvent; erro
     if (typeof v !== 'number' || !Number.isFinite(v)) return { error: `metrics.${k}: must be a number` };
   }
   if (!isRecord(e.payload)) return { error: 'payload: must be an object' };
+  const shared = envelope ?? e;
   return {
     event: {
-      id: e.id as string,
-      operatorId: e.operatorId as string,
-      venueId: e.venueId as string,
+      id: e.id,
+      operatorId: shared.operatorId as string,
+      venueId: shared.venueId as string,
       zoneId: e.zoneId as string | null,
-      connectorType: e.connectorType as CanonicalEvent['connectorType'],
+      connectorType: shared.connectorType as CanonicalEvent['connectorType'],
       type: e.type as CanonicalEvent['type'],
       ts: e.ts,
-      receivedAt: e.receivedAt,
+      receivedAt: shared.receivedAt as number,
       device: e.device as string | null,
       randomizedMac: e.randomizedMac,
       metrics: e.metrics as CanonicalEvent['metrics'],
@@ -125,13 +150,16 @@ export function topicNames(prefix: string): Topics {
 }
 
 /*
- * An events-topic message holds a run of one ingest request's events for one venue, in order: a
- * JSON array of canonical events (or a single event as a JSON object, which is also read). Runs
- * of about 32 KB, not one event per message: Kafka clients, the sink and the processors pay their
+ * An events-topic message holds a run of one ingest request's events for one venue, in order, as
+ * JSON: an envelope `{operatorId, venueId, connectorType, receivedAt, events: [...]}` stating the
+ * fields the request's events share once, each element of `events` holding the rest of a canonical
+ * event. A JSON array of whole canonical events, or a single one as an object, is read too (the
+ * sink dead-letters one event that way, so replaying a dead letter repeats nothing). Runs of about
+ * 32 KB, not one event per message: Kafka clients, the sink and the processors pay their
  * per-message costs once per run. Not one message per request either: on V8 a string or buffer
- * over 128 KB is a large object, allocated and page-faulted on its own, and stringifying,
- * decoding and parsing a 500 KB request costs 3 to 20 times what the same events cost in 32 KB
- * runs (benchmarks/README.md). Each message carries the distinct event types it holds in the
+ * over 128 KB is a large object, allocated and page-faulted on its own, and stringifying, decoding
+ * and parsing a 500 KB request costs 3 to 20 times what the same events cost in 32 KB runs
+ * (benchmarks/README.md). Each message carries the distinct event types it holds in the
  * `event-types` header, so a consumer that wants a few types skips the others unread.
  */
 export const EVENT_TYPES_HEADER = 'event-types';
@@ -146,20 +174,32 @@ export interface EventMessage {
   headers: Record<string, string>;
 }
 
-/** The messages for one venue's events, in order. */
+const sameEnvelope = (a: CanonicalEvent, b: CanonicalEvent) =>
+  a.operatorId === b.operatorId && a.venueId === b.venueId && a.connectorType === b.connectorType && a.receivedAt === b.receivedAt;
+
+/** A run of events sharing one envelope, as a message value. */
+function envelopeJson(run: CanonicalEvent[]): Buffer {
+  const { operatorId, venueId, connectorType, receivedAt } = run[0]!;
+  const events = run.map(({ id, zoneId, type, ts, device, randomizedMac, metrics, payload }) => ({ id, zoneId, type, ts, device, randomizedMac, metrics, payload }));
+  return Buffer.from(JSON.stringify({ operatorId, venueId, connectorType, receivedAt, events }));
+}
+
+/** The messages for one venue's events, in order (a new message wherever the shared fields change). */
 export function encodeEventMessages(events: CanonicalEvent[]): EventMessage[] {
   const out: EventMessage[] = [];
   let run = FIRST_RUN_EVENTS;
   for (let i = 0; i < events.length; ) {
-    const chunk = events.slice(i, i + run);
-    const value = Buffer.from(JSON.stringify(chunk));
+    let end = i + 1;
+    while (end < events.length && end - i < run && sameEnvelope(events[i]!, events[end]!)) end++;
+    const chunk = events.slice(i, end);
+    const value = envelopeJson(chunk);
     // Resized runs shrink strictly (a run over the limit is more than twice the target), down to one event.
     run = Math.max(1, Math.floor((chunk.length * TARGET_EVENT_MESSAGE_BYTES) / value.length));
     if (value.length > MAX_EVENT_MESSAGE_BYTES && chunk.length > 1) continue;
     const types = new Set<string>();
     for (const e of chunk) types.add(e.type);
     out.push({ value, headers: { [EVENT_TYPES_HEADER]: [...types].join(',') } });
-    i += chunk.length;
+    i = end;
   }
   return out;
 }
@@ -167,15 +207,48 @@ export function encodeEventMessages(events: CanonicalEvent[]): EventMessage[] {
 /** One event of a message: canonical, or why not (with the element as sent, for the dead-letter topic). */
 export type DecodedEvent = { event: CanonicalEvent; error?: undefined; raw: unknown } | { event?: undefined; error: string; raw: unknown };
 
-function parseElements(value: Buffer | null): unknown[] {
+interface ParsedMessage {
+  elements: unknown[];
+  /** The envelope's fields as sent (null for an array or a single event). */
+  shared: Record<string, unknown> | null;
+  /** The shared fields, checked; undefined when `shared` is null or not valid. */
+  envelope?: EventEnvelope;
+  /** Why the shared fields are not valid (every element fails with it). */
+  envelopeError?: string;
+}
+
+function parseMessage(value: Buffer | null): ParsedMessage {
   if (!value) throw new Error('empty message');
   const json: unknown = JSON.parse(value.toString('utf8'));
-  return Array.isArray(json) ? json : [json];
+  if (Array.isArray(json)) return { elements: json, shared: null };
+  if (isRecord(json) && Array.isArray(json.events)) {
+    const { envelope, error } = checkEnvelope(json);
+    return { elements: json.events, shared: json, envelope, envelopeError: error };
+  }
+  return { elements: [json], shared: null };
+}
+
+/** An element checked against the contract, its envelope's fields taken from the message. */
+function checkElement(m: ParsedMessage, raw: unknown): Checked {
+  if (m.envelopeError !== undefined) return { error: m.envelopeError };
+  return checkCanonicalEvent(raw, m.envelope);
+}
+
+/** An element as a whole event on its own (a dead letter): the envelope's fields added back. */
+function wholeElement(m: ParsedMessage, raw: unknown): unknown {
+  if (!m.shared || !isRecord(raw)) return raw;
+  const { operatorId, venueId, connectorType, receivedAt } = m.shared;
+  return { ...raw, operatorId, venueId, connectorType, receivedAt };
 }
 
 /** Every event of a message, each checked against the contract. Throws when the bytes are not JSON. */
 export function decodeEventMessage(value: Buffer | null): DecodedEvent[] {
-  return parseElements(value).map((raw) => ({ ...checkCanonicalEvent(raw), raw }) as DecodedEvent);
+  const m = parseMessage(value);
+  return m.elements.map((raw): DecodedEvent => {
+    const { event, error } = checkElement(m, raw);
+    // A valid event is its own dead letter, should its venue refuse it.
+    return event ? { event, raw: m.shared ? event : raw } : { error: error!, raw: wholeElement(m, raw) };
+  });
 }
 
 /** The `event-types` header as a set, or null when the message has none (then every type may be in it). */
@@ -198,10 +271,11 @@ export function decodeEventsOfTypes(
   let invalid = 0;
   const declared = typesOf(message.headers);
   if (declared && !declared.some((t) => types.has(t as EventType))) return { events, invalid };
-  for (const raw of parseElements(message.value)) {
+  const m = parseMessage(message.value);
+  for (const raw of m.elements) {
     const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
     if (typeof type === 'string' && !types.has(type as EventType)) continue;
-    const { event } = checkCanonicalEvent(raw);
+    const { event } = checkElement(m, raw);
     if (event) events.push(event);
     else invalid++;
   }

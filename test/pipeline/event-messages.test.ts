@@ -17,7 +17,7 @@ import { event } from './harness.js';
 
 const operatorId = randomUUID();
 const venueId = randomUUID();
-const at = (i: number, e: Partial<CanonicalEvent> = {}) => event({ operatorId, venueId, ts: 1_700_000_000_000 + i, ...e });
+const at = (i: number, e: Partial<CanonicalEvent> = {}) => event({ operatorId, venueId, ts: 1_700_000_000_000 + i, receivedAt: 1_700_000_100_000, ...e });
 
 describe('events-topic messages (lib/events.ts)', () => {
   it('hold a request’s events in order, split only past the size limit, each message naming its types', () => {
@@ -51,6 +51,32 @@ describe('events-topic messages (lib/events.ts)', () => {
     const mixed = Buffer.from(JSON.stringify([at(2, { type: 'environment' }), entry, { type: 'exit', ts: 'soon' }]));
     expect(decodeEventsOfTypes({ value: mixed }, flows)).toEqual({ events: [entry], invalid: 1 });
     expect(() => decodeEventMessage(Buffer.from('{"truncated'))).toThrow();
+  });
+
+  it('state the fields a request’s events share once per message, and read every element with them', () => {
+    const other = randomUUID();
+    const events = [at(0), at(1, { zoneId: randomUUID() }), at(2, { venueId: other }), at(3, { venueId: other, receivedAt: 5 })];
+    const messages = encodeEventMessages(events);
+    // A new message wherever operator, venue, connector or receivedAt change.
+    expect(messages.map((m) => decodeEventMessage(m.value).map((d) => d.event))).toEqual([[events[0], events[1]], [events[2]], [events[3]]]);
+    const sent = JSON.parse(messages[0]!.value.toString());
+    expect(sent).toMatchObject({ operatorId, venueId, connectorType: events[0]!.connectorType, receivedAt: events[0]!.receivedAt });
+    for (const element of sent.events) expect(Object.keys(element).sort()).toEqual(['device', 'id', 'metrics', 'payload', 'randomizedMac', 'ts', 'type', 'zoneId']);
+
+    // The envelope is checked once: a bad shared field fails every element with its reason.
+    const bad = Buffer.from(JSON.stringify({ ...sent, venueId: 'nope' }));
+    expect(decodeEventMessage(bad).map((d) => d.error)).toEqual(['venueId: must be a UUID', 'venueId: must be a UUID']);
+    // A bad element fails alone; its dead letter is a whole event, readable on its own.
+    const mixed = Buffer.from(JSON.stringify({ ...sent, events: [sent.events[0], { ...sent.events[1], ts: 'soon' }] }));
+    const [good, broken] = decodeEventMessage(mixed);
+    expect(good!.event).toEqual(events[0]);
+    expect(broken!.error).toBe('ts: must be epoch milliseconds before 2100');
+    const letter = decodeEventMessage(Buffer.from(JSON.stringify(broken!.raw)));
+    expect(letter).toEqual([{ error: 'ts: must be epoch milliseconds before 2100', raw: { ...sent.events[1], ts: 'soon', operatorId, venueId, connectorType: events[0]!.connectorType, receivedAt: events[0]!.receivedAt } }]);
+    // The element's own copies of the shared fields do not override the envelope.
+    const spoofed = Buffer.from(JSON.stringify({ ...sent, events: [{ ...sent.events[0], operatorId: other, venueId: other }] }));
+    expect(decodeEventMessage(spoofed)[0]!.event).toEqual(events[0]);
+    expect(decodeEventsOfTypes({ value: mixed }, new Set(['device_seen', 'entry', 'exit', 'occupancy', 'environment'] as const))).toEqual({ events: [events[0]], invalid: 1 });
   });
 
   it('check events by hand exactly as the contract’s zod schema does, on generated JSON', () => {

@@ -105,6 +105,8 @@ export async function produceRequests(h: Harness, events: CanonicalEvent[], perM
     const venueId = events[i]!.venueId;
     const request: CanonicalEvent[] = [];
     while (i < events.length && events[i]!.venueId === venueId && request.length < perMessage) request.push(events[i++]!);
+    // As at ingest, a request's events share their receivedAt (and so one message envelope).
+    for (const e of request) e.receivedAt = request[0]!.receivedAt;
     for (const m of encodeEventMessages(request)) messages.push({ key: venueId, ...m });
   }
   for (let i = 0; i < messages.length; i += 100) await h.producer.send({ topic: h.topics.events, acks: -1, messages: messages.slice(i, i + 100) });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
-import type { CanonicalEvent } from '../../lib/events.js';
+import { encodeEventMessages, type CanonicalEvent } from '../../lib/events.js';
 import { chRows, chsql } from '../../clickhouse/client.js';
 import { rows as pgRows, sql } from '../../postgres/client.js';
 import { DLQ_HEADERS } from '../../pipeline/sink/dead-letter.js';
@@ -228,6 +228,31 @@ describe('events sink', () => {
     expect(byIndex.get('2')!.headers![DLQ_HEADERS.error]!.toString()).toMatch(/^undecodable event: /);
     expect(JSON.parse(byIndex.get('4')!.value!.toString())).toEqual(foreign);
     expect(byIndex.get('4')!.headers![DLQ_HEADERS.error]!.toString()).toBe(`venue ${venueId} belongs to another operator`);
+  });
+
+  it('reads a request’s envelope, and dead-letters a bad event of it as a whole event that replays alone', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    const venueId = t.venueIds[0]!;
+    const receivedAt = Date.now();
+    const good = workload({ operatorId: t.operatorId, venueIds: [venueId] }, 6).map((e) => ({ ...e, receivedAt }));
+    const [message] = encodeEventMessages(good);
+    const sent = JSON.parse(message!.value.toString()) as { events: Array<Record<string, unknown>> };
+    expect(sent.events).toHaveLength(6);
+    const bad = { ...sent.events[0]!, id: randomUUID(), device: 'AA:BB:CC:DD:EE:FF' };
+    sent.events.splice(2, 0, bad);
+    await h.producer.send({ topic: h.topics.events, acks: -1, messages: [{ key: venueId, value: JSON.stringify(sent) }] });
+    const g = group();
+    const s = await startSink(h, g);
+    try {
+      await allCommitted(h, g);
+      await expectExact(good, [venueId]);
+      expect(s.sink.stats.deadLettered).toBe(1);
+    } finally {
+      await s.stop();
+    }
+    const [letter] = await deadLetters(1);
+    expect(letter!.headers![DLQ_HEADERS.index]!.toString()).toBe('2');
+    expect(JSON.parse(letter!.value!.toString())).toEqual({ ...bad, operatorId: t.operatorId, venueId, connectorType: good[0]!.connectorType, receivedAt: good[0]!.receivedAt });
   });
 
   it('dead-letters events ClickHouse could not store as sent, and stores any payload string exactly', async () => {

@@ -136,7 +136,7 @@ beforeAll(async () => {
   ].sort((x, y) => x.ts - y.ts);
   await produce(h, [...events, ...dst]);
   // Two ingest requests as the api sends them, one message each: three crossings, then one.
-  const batched = (ts: number, e: Partial<CanonicalEvent>) => at(ts, { zoneId: shop.zones.batched!, ...e });
+  const batched = (ts: number, e: Partial<CanonicalEvent>) => at(ts, { zoneId: shop.zones.batched!, receivedAt: t + 5_000, ...e });
   for (const request of [
     [batched(t, { type: 'entry', metrics: { entries: 3 } }), batched(t + 1_000, { type: 'exit', metrics: { exits: 5 } }), batched(t + 2_000, { type: 'entry', metrics: { entries: 4 } })],
     [batched(t + 3_000, { type: 'entry', metrics: { entries: 1 } })],
