@@ -30,10 +30,14 @@ const pretty = prettyFactory({ colorize: process.stdout.isTTY, singleLine: true,
 const colors = { api: 36, edge: 35, pipeline: 33 };
 const procs = new Map();
 
-const { PROCESS_ENTRIES, NODE_FLAGS, NICE } = await import(join(root, 'dist/apps/processes.js'));
+const { PROCESS_ENTRIES, PROCESS_ENV, NODE_FLAGS, NICE } = await import(join(root, 'dist/apps/processes.js'));
 
 function start(name) {
-  const child = spawn(process.execPath, [...NODE_FLAGS[name], join(root, PROCESS_ENTRIES[name])], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...NODE_FLAGS[name], join(root, PROCESS_ENTRIES[name])], {
+    cwd: root,
+    env: { ...process.env, ...PROCESS_ENV },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (NICE[name]) setPriority(child.pid, NICE[name]);
   const tag = process.stdout.isTTY ? `\x1b[${colors[name]}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8);
   for (const stream of [child.stdout, child.stderr]) {

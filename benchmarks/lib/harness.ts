@@ -132,7 +132,7 @@ export function startProcess(
   const profileDir = process.env.BENCH_CPU_PROF;
   const launch = launchOf(entry);
   const nodeArgs = [...launch.flags, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
-  const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env, stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env: { ...env, ...launch.env }, stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'] });
   if (launch.nice && child.pid !== undefined) setPriority(child.pid, launch.nice);
   if (onStdoutLine) {
     let buffered = '';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { cpuShares, NODE_FLAGS, PROCESS_ENTRIES, type ServiceProcess } from '../../apps/processes.js';
+import { cpuShares, NODE_FLAGS, PROCESS_ENTRIES, PROCESS_ENV, type ServiceProcess } from '../../apps/processes.js';
 import { repoPath } from '../../lib/paths.js';
 
 // The image and the compose file cannot be built here (no Docker engine): these keep them pointing
@@ -23,6 +23,9 @@ describe('deployment files', () => {
       const shares = new RegExp(`\\n {2}${name}:\\n(?: {4}.*\\n)*? {4}cpu_shares: (\\d+)`).exec(compose)?.[1];
       expect(shares === undefined ? 1024 : Number(shares), `${name} cpu_shares`).toBe(cpuShares(name));
     }
+    // Every app container shares the `x-app` environment, which carries the allocator settings.
+    const appEnv = compose.slice(compose.indexOf('environment: &app-env'), compose.indexOf('depends_on:'));
+    for (const [k, v] of Object.entries(PROCESS_ENV)) expect(appEnv, k).toContain(`${k}: "${v}"`);
   });
 
   it('copy only folders that exist, and every folder the build compiles', () => {
