@@ -6,6 +6,8 @@ import { percentages, visitorScoring } from '../../domain/analytics/scoring.js';
 import { dashboardStats } from '../../domain/dashboard/dashboard.js';
 import { localDayNumber, localDayStart } from '../../domain/telemetry/calendar.js';
 import type { RunningProcessors } from '../../pipeline/processors/run.js';
+import { createVisitsProcessor } from '../../pipeline/processors/visits.js';
+import type { Queryable } from '../../postgres/client.js';
 import { committedToEnd, deviceId, event, newVenue, openProcHarness, produce, startProcessors, waitFor, type ProcHarness } from './harness.js';
 
 const MINUTE = 60_000;
@@ -170,6 +172,26 @@ describe('visits processor', () => {
       total: 0,
       range: '90d',
     });
+  });
+
+  it('keeps an open visit in a 38-byte changelog entry, and still restores entries written as JSON', () => {
+    // restore and entry touch no database.
+    const p = createVisitsProcessor({ db: null as unknown as Queryable, inputTopic: 'in', outputTopic: 'out' });
+    const open = { o: shop.operatorId, v: shop.venueId, z: shop.zones.aisle!, d: deviceId('entry'), r: true, first: T + 0.5, last: T + 14 * MINUTE, n: 123_456 };
+    const key = `${open.v}|${open.z}|${open.d}`;
+    const venueKey = `${open.v}||${open.d}`;
+    const legacy = p.createState();
+    p.restore(legacy, key, Buffer.from(JSON.stringify(open)));
+    p.restore(legacy, venueKey, Buffer.from(JSON.stringify({ ...open, z: null, r: false })));
+    const entry = p.entry(legacy, key)!;
+    expect(entry.length).toBe(38);
+    const restored = p.createState();
+    p.restore(restored, key, entry);
+    p.restore(restored, venueKey, p.entry(legacy, venueKey));
+    expect([...restored.open]).toEqual([[key, open], [venueKey, { ...open, z: null, r: false }]]);
+    p.restore(restored, key, null);
+    expect([...restored.open.keys()]).toEqual([venueKey]);
+    expect(p.entry(restored, key)).toBeNull();
   });
 
   it('rounds percentages so they always sum to 100', () => {
