@@ -98,6 +98,22 @@ describe('well-formed Unicode', () => {
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: 'request body is not valid UTF-8', code: 'VALIDATION_ERROR', details: [{ field: 'body', message: expect.any(String) }] });
+    // An encoded surrogate (ED A0 80) is not UTF-8 either.
+    const surrogate = await fetch(`${api.url}/api/venues`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${op.key}`, 'content-type': 'application/json' },
+      body: Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('","timezone":"UTC"}')]),
+    });
+    expect(surrogate.status).toBe(400);
+  });
+
+  it('reads a body that starts with a byte-order mark', async () => {
+    const res = await fetch(`${api.url}/api/venues`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${op.key}`, 'content-type': 'application/json' },
+      body: Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"name":"bom","timezone":"UTC"}')]),
+    });
+    expect(res.status).toBe(201);
   });
 });
 
