@@ -1,9 +1,10 @@
-import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
 import { AppError } from '../../../lib/errors.js';
-import { parseJsonBytes, scanJson } from '../../../lib/json-bytes.js';
 import { findLoneSurrogate } from '../../../lib/validate.js';
+
+/** Refuses malformed UTF-8 instead of turning it into U+FFFD. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 /** Deeper JSON than any connector sends; checked on the text before parsing, so `[[[[…` costs a scan, not a parse. */
@@ -34,26 +35,22 @@ export async function readJsonBody(ctx: Context, opts: BodyOptions = {}): Promis
   }
   const declared = Number(ctx.get('content-length') || 0);
   if (declared > limit) throw tooLarge(limit);
-  const bytes = await readBytes(ctx.req, limit);
-  // Malformed UTF-8 is refused, never turned into U+FFFD; a byte-order mark is dropped (as TextDecoder does).
-  if (!isUtf8(bytes)) throw new AppError(400, 'VALIDATION_ERROR', 'request body is not valid UTF-8', [{ field: 'body', message: 'invalid UTF-8 byte sequence' }]);
-  const from = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  if (isBlank(bytes, from)) return undefined;
+  const text = await readText(ctx.req, limit);
+  if (text.trim() === '') return undefined;
   if (!ctx.is('application/json', '+json')) {
     throw new AppError(400, 'VALIDATION_ERROR', 'request body must be JSON with Content-Type: application/json', [
       { field: 'body', message: `unsupported content type ${ctx.get('content-type').slice(0, 100) || '(none)'}` },
     ]);
   }
-  // Checked on the bytes before parsing, so `[[[[…` costs a scan, not a parse.
-  const scan = scanJson(bytes, from, MAX_JSON_DEPTH);
-  if (scan.deepest > MAX_JSON_DEPTH) {
+  const depth = jsonDepth(text);
+  if (depth > MAX_JSON_DEPTH) {
     throw new AppError(400, 'VALIDATION_ERROR', `request body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
       { field: 'body', message: `nesting depth over ${MAX_JSON_DEPTH}` },
     ]);
   }
   let body: unknown;
   try {
-    body = parseJsonBytes(bytes, from, scan);
+    body = JSON.parse(text);
   } catch (err) {
     throw new AppError(400, 'VALIDATION_ERROR', 'request body is not valid JSON', [{ field: 'body', message: (err as Error).message.slice(0, 200) }]);
   }
@@ -67,12 +64,23 @@ export async function readJsonBody(ctx: Context, opts: BodyOptions = {}): Promis
   return body;
 }
 
-/** Nothing but whitespace (as String.prototype.trim counts it: decoded only when a non-ASCII byte could be some). */
-function isBlank(bytes: Buffer, from: number): boolean {
-  let i = from;
-  while (i < bytes.length && (bytes[i] === 32 || (bytes[i]! >= 9 && bytes[i]! <= 13))) i++;
-  if (i === bytes.length) return true;
-  return bytes[i]! >= 0x80 && bytes.toString('utf8', i).trim() === '';
+/** The deepest nesting of arrays and objects in a JSON text (strings skipped); stops counting past the limit. */
+function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > deepest) deepest = depth;
+      if (deepest > MAX_JSON_DEPTH) return deepest;
+    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
+  }
+  return deepest;
 }
 
 /**
@@ -80,7 +88,7 @@ function isBlank(bytes: Buffer, from: number): boolean {
  * the 413 is written): reading just stops, and the 413's `Connection: close` makes Node close the
  * socket after the response instead of draining the rest of an oversized upload.
  */
-function readBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
+function readText(req: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -96,7 +104,14 @@ function readBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
         reject(tooLarge(limit));
       });
     };
-    const onEnd = () => settle(() => resolve(Buffer.concat(chunks)));
+    const onEnd = () =>
+      settle(() => {
+        try {
+          resolve(utf8.decode(Buffer.concat(chunks)));
+        } catch {
+          reject(new AppError(400, 'VALIDATION_ERROR', 'request body is not valid UTF-8', [{ field: 'body', message: 'invalid UTF-8 byte sequence' }]));
+        }
+      });
     // The client went away mid-body: nobody will read the answer, but the request must still settle.
     const onGone = () => settle(() => reject(new AppError(400, 'VALIDATION_ERROR', 'request body ended early', [{ field: 'body', message: 'incomplete' }])));
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
