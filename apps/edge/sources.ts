@@ -18,7 +18,7 @@ export interface StreamItem {
 /**
  * A Kafka topic the edge tails and pushes to subscribers. Messages are decoded only through the
  * event contract module (lib/events.ts); `toItems` maps the decoded message to its pushes (an
- * events message holds a request's events; none for a message that is not pushed).
+ * events message holds a run of a request's events; none for a message that is not pushed).
  */
 export interface StreamSource<T> {
   /** Short name: part of the consumer group id, and the label in /health. */

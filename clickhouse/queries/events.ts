@@ -21,7 +21,7 @@ export interface EventRow {
   kafka_topic: string;
   kafka_partition: number;
   kafka_offset: string;
-  /** The event's place in its message (one message holds a request's events). */
+  /** The event's place in its message (a message holds a run of a request's events). */
   kafka_index: number;
 }
 

@@ -6,7 +6,7 @@ export interface Origin {
   topic: string;
   partition: number;
   offset: string;
-  /** Place in the message (an events message holds a request's events; other messages hold one). */
+  /** Place in the message (an events message holds a run of a request's events; other messages hold one). */
   index: number;
 }
 

@@ -67,7 +67,7 @@ export interface Undecodable {
 export interface SinkTarget<R extends SinkRow> {
   /** For logs. */
   name: string;
-  /** The message's elements in order (an events message holds a request's events); throws when the whole message is unreadable (it is dead-lettered). */
+  /** The message's elements in order (an events message holds a run of a request's events); throws when the whole message is unreadable (it is dead-lettered). */
   decode(value: Buffer | null): Array<Decoded<R> | Undecodable>;
   insert(ch: Ch, rows: R[]): Promise<void>;
   /** The positions already stored (`partition:offset:index`). */

@@ -98,7 +98,7 @@ export async function produce(h: Harness, items: Array<CanonicalEvent | { key: s
   }
 }
 
-/** Produces the events as ingest does: one message per request, here up to `perMessage` consecutive events of one venue. */
+/** Produces the events as ingest does: a request's messages, here up to `perMessage` consecutive events of one venue sharing their receivedAt. */
 export async function produceRequests(h: Harness, events: CanonicalEvent[], perMessage: number): Promise<void> {
   const messages: Array<{ key: string; value: Buffer; headers: Record<string, string> }> = [];
   for (let i = 0; i < events.length; ) {
