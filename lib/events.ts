@@ -79,14 +79,20 @@ export interface EventEnvelope {
 
 type Checked = { event: CanonicalEvent; error?: undefined } | { event?: undefined; error: string };
 
+/** Why a field is not a UUID, or undefined when it is. */
+const uuidError = (e: Record<string, unknown>, f: string): string | undefined =>
+  typeof e[f] === 'string' && UUID.test(e[f]) ? undefined : `${f}: must be a UUID`;
+/** The checks of the shared fields, each where the contract's field order puts it (ids, then connector, then receivedAt). */
+const idsError = (e: Record<string, unknown>) => uuidError(e, 'operatorId') ?? uuidError(e, 'venueId');
+const connectorError = (e: Record<string, unknown>) =>
+  typeof e.connectorType === 'string' && CONNECTOR_SET.has(e.connectorType) ? undefined : 'connectorType: must be a connector type';
+const receivedAtError = (e: Record<string, unknown>) => (isEpochMs(e.receivedAt) ? undefined : 'receivedAt: must be epoch milliseconds before 2100');
+
 /** An envelope's shared fields checked as `checkCanonicalEvent` checks them on an event. */
 function checkEnvelope(e: Record<string, unknown>): { envelope: EventEnvelope; error?: undefined } | { envelope?: undefined; error: string } {
-  for (const f of ['operatorId', 'venueId'] as const) {
-    if (typeof e[f] !== 'string' || !UUID.test(e[f])) return { error: `${f}: must be a UUID` };
-  }
-  if (typeof e.connectorType !== 'string' || !CONNECTOR_SET.has(e.connectorType)) return { error: 'connectorType: must be a connector type' };
-  if (!isEpochMs(e.receivedAt)) return { error: 'receivedAt: must be epoch milliseconds before 2100' };
-  return { envelope: { operatorId: e.operatorId as string, venueId: e.venueId as string, connectorType: e.connectorType as ConnectorType, receivedAt: e.receivedAt } };
+  const error = idsError(e) ?? connectorError(e) ?? receivedAtError(e);
+  if (error !== undefined) return { error };
+  return { envelope: { operatorId: e.operatorId as string, venueId: e.venueId as string, connectorType: e.connectorType as ConnectorType, receivedAt: e.receivedAt as number } };
 }
 
 /**
@@ -99,17 +105,13 @@ function checkEnvelope(e: Record<string, unknown>): { envelope: EventEnvelope; e
 export function checkCanonicalEvent(raw: unknown, envelope?: EventEnvelope): Checked {
   if (!isRecord(raw)) return { error: '(root): must be an object' };
   const e = raw;
-  if (typeof e.id !== 'string' || !UUID.test(e.id)) return { error: 'id: must be a UUID' };
-  if (!envelope) {
-    for (const f of ['operatorId', 'venueId'] as const) {
-      if (typeof e[f] !== 'string' || !UUID.test(e[f])) return { error: `${f}: must be a UUID` };
-    }
-  }
+  let error = uuidError(e, 'id') ?? (envelope ? undefined : idsError(e));
+  if (error !== undefined) return { error };
   if (e.zoneId !== null && (typeof e.zoneId !== 'string' || !UUID.test(e.zoneId))) return { error: 'zoneId: must be a UUID or null' };
-  if (!envelope && (typeof e.connectorType !== 'string' || !CONNECTOR_SET.has(e.connectorType))) return { error: 'connectorType: must be a connector type' };
+  if (!envelope && (error = connectorError(e)) !== undefined) return { error };
   if (typeof e.type !== 'string' || !EVENT_TYPE_SET.has(e.type)) return { error: 'type: must be an event type' };
   if (!isEpochMs(e.ts)) return { error: 'ts: must be epoch milliseconds before 2100' };
-  if (!envelope && !isEpochMs(e.receivedAt)) return { error: 'receivedAt: must be epoch milliseconds before 2100' };
+  if (!envelope && (error = receivedAtError(e)) !== undefined) return { error };
   if (e.device !== null && (typeof e.device !== 'string' || !DEVICE.test(e.device))) return { error: 'device: must be a device pseudonym (32 hex digits)' };
   if (typeof e.randomizedMac !== 'boolean') return { error: 'randomizedMac: must be a boolean' };
   if (!isRecord(e.metrics)) return { error: 'metrics: must be an object' };
@@ -122,7 +124,7 @@ export function checkCanonicalEvent(raw: unknown, envelope?: EventEnvelope): Che
   const shared = envelope ?? e;
   return {
     event: {
-      id: e.id,
+      id: e.id as string,
       operatorId: shared.operatorId as string,
       venueId: shared.venueId as string,
       zoneId: e.zoneId as string | null,
