@@ -60,6 +60,8 @@ const configSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).default(15000),
   PIPELINE_BATCH_ROWS: z.coerce.number().int().min(1).default(50000),
   PIPELINE_BATCH_MS: z.coerce.number().int().min(10).default(500),
+  /** The processors' output sinks (occupancy, visits, connector health history): fewer, larger inserts (docs/pipeline.md). */
+  PIPELINE_DERIVED_BATCH_MS: z.coerce.number().int().min(10).default(2000),
   RATE_LIMITS_ENABLED: bool.default(true),
   /** Where each process serves Prometheus metrics (its own port, not through the front door); port 0 turns it off. */
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),

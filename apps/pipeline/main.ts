@@ -45,6 +45,7 @@ const processors = await runProcessors({
   derived: derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX),
   batchRows: cfg.PIPELINE_BATCH_ROWS,
   batchMs: cfg.PIPELINE_BATCH_MS,
+  outputBatchMs: cfg.PIPELINE_DERIVED_BATCH_MS,
   drainMs,
   tickMs: cfg.PROCESSOR_TICK_MS,
   onInsert: metrics.observeInsert,

@@ -26,6 +26,8 @@ export interface ProcessorSetOptions {
   derived: DerivedTopics;
   batchRows: number;
   batchMs: number;
+  /** The output sinks' batchMs; batchMs when absent. */
+  outputBatchMs?: number;
   drainMs: number;
   tickMs?: number;
   /** Processors to run (default all). */
@@ -65,7 +67,7 @@ export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningP
     topics: { events: topic, deadLetter: opts.deadLetter },
     log: opts.log,
     batchRows: opts.batchRows,
-    batchMs: opts.batchMs,
+    batchMs: opts.outputBatchMs ?? opts.batchMs,
     drainMs: opts.drainMs,
     onInsert: opts.onInsert,
   });

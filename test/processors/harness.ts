@@ -89,7 +89,7 @@ export async function produce(h: ProcHarness, events: CanonicalEvent[]): Promise
   }
 }
 
-export function startProcessors(h: ProcHarness, only: Array<'occupancy' | 'visits' | 'health'>, tickMs = 300): Promise<RunningProcessors> {
+export function startProcessors(h: ProcHarness, only: Array<'occupancy' | 'visits' | 'health'>, tickMs = 300, outputBatchMs?: number): Promise<RunningProcessors> {
   return runProcessors({
     kafka: h.kafka,
     db: h.db,
@@ -103,6 +103,7 @@ export function startProcessors(h: ProcHarness, only: Array<'occupancy' | 'visit
     derived: h.derived,
     batchRows: 5000,
     batchMs: 100,
+    outputBatchMs,
     drainMs: 5000,
     tickMs,
     only,
