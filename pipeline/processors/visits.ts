@@ -56,7 +56,7 @@ function encodeOpen(o: Open): Buffer {
 }
 
 function decodeOpen(key: string, b: Buffer): Open {
-  if (b[0] !== OPEN_V1) return openSchema.parse(JSON.parse(b.toString('utf8')));
+  if (b[0] !== OPEN_V1) return decodeStateEntry(openSchema, b)!;
   const [v, z, d] = key.split('|');
   if (b.length !== OPEN_BYTES || v === undefined || z === undefined || d === undefined) throw new Error(`visits: malformed state entry ${key}`);
   const h = b.toString('hex', 1, 17);
