@@ -53,3 +53,44 @@ export async function runConsumer(kafka: Kafka, log: Logger, spec: ConsumerSpec)
     },
   };
 }
+
+/**
+ * A consumer that reads a topic live, from its end when started, and never skips a message while
+ * it runs. It commits nothing (a live stream has no history to resume), so kafkajs, which forgets
+ * the positions it resolved whenever the member rejoins (a heartbeat that finds the group
+ * rebalancing, a lapsed session, a restart after a crash), would start again at the topic's end
+ * and skip what arrived in between. Its positions live here instead: the end offsets when it starts,
+ * then one past every message resolved, sought again on every join. A partition added later has no
+ * position and is read from its beginning, which is after the start.
+ */
+export async function runLiveTail(kafka: Kafka, log: Logger, spec: Omit<ConsumerSpec, 'fromBeginning'>): Promise<RunningConsumer> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const positions = new Map<number, string>();
+  try {
+    for (const o of await admin.fetchTopicOffsets(spec.topic)) positions.set(o.partition, o.high);
+  } finally {
+    await admin.disconnect();
+  }
+  return runConsumer(kafka, log, {
+    ...spec,
+    fromBeginning: true,
+    onCreate: (consumer) => {
+      consumer.on(consumer.events.GROUP_JOIN, (e) => {
+        for (const partition of e.payload.memberAssignment[spec.topic] ?? []) {
+          const offset = positions.get(partition);
+          if (offset !== undefined) consumer.seek({ topic: spec.topic, partition, offset });
+        }
+      });
+      spec.onCreate?.(consumer);
+    },
+    eachBatch: (payload) =>
+      spec.eachBatch({
+        ...payload,
+        resolveOffset: (offset) => {
+          positions.set(payload.batch.partition, String(Number(offset) + 1));
+          payload.resolveOffset(offset);
+        },
+      }),
+  });
+}

@@ -7,7 +7,7 @@ import type { Logger } from '../../lib/logger.js';
 import { AppError } from '../../lib/errors.js';
 import { createKafka, ensureTopics } from '../../lib/kafka.js';
 import { createRedis } from '../../lib/redis.js';
-import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
+import { runLiveTail, type RunningConsumer } from '../../lib/consumer.js';
 import { createDb, type Db } from '../../postgres/client.js';
 import { authenticate, stillLiveKeys } from '../../domain/tenants/operators.js';
 import { hashApiKey } from '../../domain/tenants/api-keys.js';
@@ -398,14 +398,13 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
     // Every edge instance must see every partition, so each one is its own consumer group and
     // starts at the topic's end: the stream is live, history comes from the REST API.
     consumers.push(
-      await runConsumer(kafka, slog, {
+      await runLiveTail(kafka, slog, {
         groupId: `${cfg.KAFKA_TOPIC_PREFIX}.edge.${instanceId}.${tail.source.name}`,
         topic: tail.topic,
-        fromBeginning: false,
         onCreate: (consumer) => {
           consumer.on(consumer.events.CRASH, () => (tail.connected = false));
           consumer.on(consumer.events.FETCH_START, () => (tail.connected = true));
-          // The first completed fetch means the group's start offsets (the topic's end) are set.
+          // The first completed fetch means the tail is reading from the end offsets it took at start.
           consumer.on(consumer.events.FETCH, () => {
             if (tail.ready) return;
             tail.ready = true;
