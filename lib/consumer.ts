@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import { subscribeWhenKnown } from './kafka.js';
+import { subscribeWhenKnown, topicEndOffsets } from './kafka.js';
 import type { Logger } from './logger.js';
 
 export interface ConsumerSpec {
@@ -66,9 +66,9 @@ export async function runConsumer(kafka: Kafka, log: Logger, spec: ConsumerSpec)
 export async function runLiveTail(kafka: Kafka, log: Logger, spec: Omit<ConsumerSpec, 'fromBeginning'>): Promise<RunningConsumer> {
   const admin = kafka.admin();
   await admin.connect();
-  const positions = new Map<number, string>();
+  let positions: Map<number, string>;
   try {
-    for (const o of await admin.fetchTopicOffsets(spec.topic)) positions.set(o.partition, o.high);
+    positions = await topicEndOffsets(admin, spec.topic);
   } finally {
     await admin.disconnect();
   }

@@ -143,6 +143,23 @@ export async function subscribeWhenKnown(consumer: Consumer, subscription: Consu
 }
 
 /**
+ * The next offset of every partition of `topic`, retried while the broker is not yet the leader of
+ * a partition it was just given (a new topic answers `ListOffsets` so for a moment, and kafkajs's
+ * admin does not retry it).
+ */
+export async function topicEndOffsets(admin: Admin, topic: string, timeoutMs = 30_000): Promise<Map<number, string>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, o.high]));
+    } catch (err) {
+      if (!(err as { retriable?: boolean }).retriable || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/**
  * Creates the contract's topics when missing; safe to call from every process at start-up. With the
  * configured topics (no `topics` given) the derived streams and the alarms topic are created too (partitioned like the
  * events topic), so ingest can publish its reports before the pipeline ever ran.

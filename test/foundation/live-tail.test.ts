@@ -64,7 +64,7 @@ describe('runLiveTail (the edge reads its streams with it)', () => {
       other = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
       await other.connect();
       await other.subscribe({ topics: [topic] });
-      await other.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: async () => sleep(10) });
+      await other.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: async () => { await sleep(10); } });
       await until('the tail gave partitions up', () => assignments.length >= 2 && assignments.at(-1)!.length < PARTITIONS);
       await sendRound('two');
       await sleep(1000);
