@@ -55,9 +55,9 @@ describe('runLiveTail (the edge reads its streams with it)', () => {
     });
     let other: Consumer | undefined;
     try {
-      await until('the tail joined with every partition', () => assignments.length === 1);
+      await until('the tail joined with every partition', () => assignments.at(-1)?.length === PARTITIONS);
       await sendRound('one');
-      await until('round one read', () => seen.length === PARTITIONS);
+      await until('round one read', () => seen.length >= PARTITIONS);
 
       // A second member takes some partitions: the tail rejoins with fewer, and again with all of
       // them once it leaves. What was sent meanwhile to the partitions it did not hold must follow.
