@@ -1,7 +1,7 @@
 import { chExec, chRows, chsql, raw, type Ch, type ChSql } from '../client.js';
 
 /** Tables partitioned by (retention_days, day or month), and so cleaned by whole partitions. */
-export const RETAINED_TABLES = ['events', 'telemetry_points', 'telemetry_1m', 'telemetry_1h', 'telemetry_1d'] as const;
+export const RETAINED_TABLES = ['events', 'telemetry_1m', 'telemetry_1h', 'telemetry_1d'] as const;
 /** The processors' output tables and the loyalty rollup, partitioned the same way. */
 export const DERIVED_TABLES = ['occupancy_updates', 'visits', 'visit_days', 'connector_health'] as const;
 export type RetainedTable = (typeof RETAINED_TABLES)[number] | (typeof DERIVED_TABLES)[number];

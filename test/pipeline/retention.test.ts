@@ -54,7 +54,6 @@ describe('the retention job', () => {
     expect(dropped.every((d) => d.partitionId.startsWith('7-'))).toBe(true);
     const time: Record<(typeof RETAINED_TABLES)[number], string> = {
       events: 'ts',
-      telemetry_points: 'ts',
       telemetry_1m: 'bucket',
       telemetry_1h: 'bucket',
       telemetry_1d: 'toDateTime(day)',

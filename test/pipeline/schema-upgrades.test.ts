@@ -12,17 +12,29 @@ import { testConfig } from '../support/env.js';
 import { event, waitFor } from './harness.js';
 
 /**
- * Migration 0007 copies the minute rollup into a table with 1,024-row granules: on both engines
- * every stored row survives it (a re-run after a crash included, never counted twice), and the
- * views feed the new table.
+ * Migrations that change tables already holding rows, applied to a database migrated up to the
+ * version before them, on both engines:
+ * - 0007 copies the minute rollup into a table with 1,024-row granules: every stored row survives
+ *   it (a re-run after a crash included, never counted twice), and the views feed the new table;
+ * - 0008 drops the points table and its view: the raw rows and rollups stay, and inserts into the
+ *   raw table go on feeding the rollups.
  */
 const REBUILD = 7;
+const DROP_POINTS = 8;
 const rebuild = readMigrations(CLICKHOUSE_MIGRATIONS).find((m) => m.version === REBUILD)!;
-const before = mkdtempSync(join(tmpdir(), 'ch-migrations-'));
-for (const file of readdirSync(CLICKHOUSE_MIGRATIONS).filter((f) => f.endsWith('.sql') && Number.parseInt(f, 10) < REBUILD)) {
-  copyFileSync(join(CLICKHOUSE_MIGRATIONS, file), join(before, file));
+const dirs: string[] = [];
+/** A copy of the migrations up to and including `last`. */
+function migrationsThrough(last: number): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ch-migrations-'));
+  dirs.push(dir);
+  for (const file of readdirSync(CLICKHOUSE_MIGRATIONS).filter((f) => f.endsWith('.sql') && Number.parseInt(f, 10) <= last)) {
+    copyFileSync(join(CLICKHOUSE_MIGRATIONS, file), join(dir, file));
+  }
+  return dir;
 }
-afterAll(() => rmSync(before, { recursive: true, force: true }));
+const beforeRebuild = migrationsThrough(REBUILD - 1);
+const throughRebuild = migrationsThrough(REBUILD);
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 const MINUTE = 60_000;
 const base = Date.UTC(2026, 10, 20, 10, 0);
@@ -81,10 +93,18 @@ async function granularity(engine: ChExecutor, db: string): Promise<number> {
   return Number(/index_granularity = (\d+)/.exec(row!.statement)?.[1] ?? 8192);
 }
 
+async function forgetLedgerRow(engine: ChExecutor, db: string, version: number): Promise<void> {
+  await engine.exec(`ALTER TABLE ${db}.schema_migrations DELETE WHERE version = ${version}`);
+  await waitFor('the ledger row to go', async () => {
+    const [row] = await engine.query<{ n: number | string }>(`SELECT count() AS n FROM ${db}.schema_migrations WHERE version = ${version}`);
+    return Number(row!.n) === 0;
+  });
+}
+
 async function rebuildKeepsRows(engine: ChExecutor, db: string): Promise<void> {
   const operatorId = randomUUID();
   const venueId = randomUUID();
-  await migrateClickhouse(engine, db, before);
+  await migrateClickhouse(engine, db, beforeRebuild);
   expect(await granularity(engine, db)).toBe(8192);
   await engine.exec(eventsSql(db, operatorId, venueId, [0, 0, 1, 2, 2, 2], 0));
   await engine.exec(occupancySql(db, operatorId, venueId, 1, 7));
@@ -97,17 +117,13 @@ async function rebuildKeepsRows(engine: ChExecutor, db: string): Promise<void> {
   for (const s of statements.slice(0, statements.findIndex((s) => s.startsWith('TRUNCATE')))) await engine.exec(s);
   await engine.exec(`INSERT INTO ${db}.telemetry_1m_fine SELECT * FROM ${db}.telemetry_1m LIMIT 2`);
 
-  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${REBUILD}_telemetry_1m_granules`]);
+  expect((await migrateClickhouse(engine, db, throughRebuild)).applied).toEqual([`${REBUILD}_telemetry_1m_granules`]);
   expect(await granularity(engine, db)).toBe(1024);
   expect(await minutes(engine, db, venueId)).toEqual(stored);
 
   // A crash after the copy and before the ledger row: the file runs again from its first statement.
-  await engine.exec(`ALTER TABLE ${db}.schema_migrations DELETE WHERE version = ${REBUILD}`);
-  await waitFor('the ledger row to go', async () => {
-    const [row] = await engine.query<{ n: number | string }>(`SELECT count() AS n FROM ${db}.schema_migrations WHERE version = ${REBUILD}`);
-    return Number(row!.n) === 0;
-  });
-  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${REBUILD}_telemetry_1m_granules`]);
+  await forgetLedgerRow(engine, db, REBUILD);
+  expect((await migrateClickhouse(engine, db, throughRebuild)).applied).toEqual([`${REBUILD}_telemetry_1m_granules`]);
   expect(await minutes(engine, db, venueId)).toEqual(stored);
 
   // Both views write into the rebuilt table.
@@ -118,6 +134,34 @@ async function rebuildKeepsRows(engine: ChExecutor, db: string): Promise<void> {
   expect(after.filter((m) => m.key === 'occupancy').map((m) => m.avg)).toEqual([7, 9]);
   const tables = await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE 'telemetry_1m%' ORDER BY name`);
   expect(tables.map((t) => t.name)).toEqual(['telemetry_1m', 'telemetry_1m_mv']);
+}
+
+async function pointsDropKeepsRows(engine: ChExecutor, db: string): Promise<void> {
+  const operatorId = randomUUID();
+  const venueId = randomUUID();
+  await migrateClickhouse(engine, db, throughRebuild);
+  await engine.exec(eventsSql(db, operatorId, venueId, [0, 0, 1], 0));
+  const [points] = await engine.query<{ n: number | string }>(`SELECT count() AS n FROM ${db}.telemetry_points`);
+  expect(Number(points!.n)).toBe(6);
+  const stored = await minutes(engine, db, venueId);
+
+  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${DROP_POINTS}_drop_telemetry_points`]);
+  const tables = await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE 'telemetry_points%'`);
+  expect(tables).toEqual([]);
+  const [raw] = await engine.query<{ rows: number | string; points: number | string }>(
+    `SELECT count() AS rows, sum(length(metric_values)) AS points FROM ${db}.events WHERE venue_id = toUUID('${venueId}')`,
+  );
+  expect([Number(raw!.rows), Number(raw!.points)]).toEqual([3, 6]);
+  expect(await minutes(engine, db, venueId)).toEqual(stored);
+
+  // A crash before the ledger row: the file runs again without an error.
+  await forgetLedgerRow(engine, db, DROP_POINTS);
+  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${DROP_POINTS}_drop_telemetry_points`]);
+
+  // The raw table takes inserts again (a view left on the dropped table would fail them) and feeds the rollups.
+  await engine.exec(eventsSql(db, operatorId, venueId, [1, 2], 100));
+  const after = await minutes(engine, db, venueId);
+  expect(after.filter((m) => m.key === 'temperature').map((m) => m.n)).toEqual([2, 2, 1]);
 }
 
 describe('the minute rollup rebuilt with finer granules (migration 0007)', () => {
@@ -137,6 +181,29 @@ describe('the minute rollup rebuilt with finer granules (migration 0007)', () =>
     const chdb = openChdb();
     try {
       await rebuildKeepsRows(chdb.engine, 'rebuild');
+    } finally {
+      chdb.close();
+    }
+  });
+});
+
+describe('the points table dropped (migration 0008)', () => {
+  it('keeps the raw rows and rollups on 18.16, and the raw table takes inserts again', async () => {
+    const ch = createCh(testConfig(), null);
+    const engine = serverExecutor(ch);
+    const db = `${testConfig().CLICKHOUSE_DATABASE}_points_${Date.now()}`;
+    try {
+      await pointsDropKeepsRows(engine, db);
+    } finally {
+      await engine.exec(`DROP DATABASE IF EXISTS ${db}`);
+      await ch.close();
+    }
+  });
+
+  it('keeps the raw rows and rollups on current ClickHouse (chdb), and the raw table takes inserts again', async () => {
+    const chdb = openChdb();
+    try {
+      await pointsDropKeepsRows(chdb.engine, 'points');
     } finally {
       chdb.close();
     }
