@@ -164,48 +164,37 @@ async function pointsDropKeepsRows(engine: ChExecutor, db: string): Promise<void
   expect(after.filter((m) => m.key === 'temperature').map((m) => m.n)).toEqual([2, 2, 1]);
 }
 
-describe('the minute rollup rebuilt with finer granules (migration 0007)', () => {
-  it('keeps every row and its views on 18.16, also when re-run', async () => {
-    const ch = createCh(testConfig(), null);
-    const engine = serverExecutor(ch);
-    const db = `${testConfig().CLICKHOUSE_DATABASE}_rebuild_${Date.now()}`;
-    try {
-      await rebuildKeepsRows(engine, db);
-    } finally {
-      await engine.exec(`DROP DATABASE IF EXISTS ${db}`);
-      await ch.close();
-    }
-  });
+type Check = (engine: ChExecutor, db: string) => Promise<void>;
 
-  it('keeps every row and its views on current ClickHouse (chdb), also when re-run', async () => {
-    const chdb = openChdb();
-    try {
-      await rebuildKeepsRows(chdb.engine, 'rebuild');
-    } finally {
-      chdb.close();
-    }
-  });
+/** Runs `check` on a fresh database of the 18.16 server, dropped afterwards. */
+const onServer = (name: string, check: Check) => async () => {
+  const ch = createCh(testConfig(), null);
+  const engine = serverExecutor(ch);
+  const db = `${testConfig().CLICKHOUSE_DATABASE}_${name}_${Date.now()}`;
+  try {
+    await check(engine, db);
+  } finally {
+    await engine.exec(`DROP DATABASE IF EXISTS ${db}`);
+    await ch.close();
+  }
+};
+
+/** Runs `check` on current ClickHouse (chdb). */
+const onChdb = (name: string, check: Check) => async () => {
+  const chdb = openChdb();
+  try {
+    await check(chdb.engine, name);
+  } finally {
+    chdb.close();
+  }
+};
+
+describe('the minute rollup rebuilt with finer granules (migration 0007)', () => {
+  it('keeps every row and its views on 18.16, also when re-run', onServer('rebuild', rebuildKeepsRows));
+  it('keeps every row and its views on current ClickHouse (chdb), also when re-run', onChdb('rebuild', rebuildKeepsRows));
 });
 
 describe('the points table dropped (migration 0008)', () => {
-  it('keeps the raw rows and rollups on 18.16, and the raw table takes inserts again', async () => {
-    const ch = createCh(testConfig(), null);
-    const engine = serverExecutor(ch);
-    const db = `${testConfig().CLICKHOUSE_DATABASE}_points_${Date.now()}`;
-    try {
-      await pointsDropKeepsRows(engine, db);
-    } finally {
-      await engine.exec(`DROP DATABASE IF EXISTS ${db}`);
-      await ch.close();
-    }
-  });
-
-  it('keeps the raw rows and rollups on current ClickHouse (chdb), and the raw table takes inserts again', async () => {
-    const chdb = openChdb();
-    try {
-      await pointsDropKeepsRows(chdb.engine, 'points');
-    } finally {
-      chdb.close();
-    }
-  });
+  it('keeps the raw rows and rollups on 18.16, and the raw table takes inserts again', onServer('points', pointsDropKeepsRows));
+  it('keeps the raw rows and rollups on current ClickHouse (chdb), and the raw table takes inserts again', onChdb('points', pointsDropKeepsRows));
 });
