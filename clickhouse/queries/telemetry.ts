@@ -39,6 +39,10 @@ export interface DaySeriesQuery extends SeriesBase {
   fromDay: string;
   toDay: string;
   bucketDays: number;
+  /** The venue's zone; [fromSec, toSec) is the same range of days as instants (epoch seconds), for `devices`. */
+  timezone: string;
+  fromSec: number;
+  toSec: number;
 }
 
 export type SeriesQuery = EpochSeriesQuery | DaySeriesQuery;
@@ -57,7 +61,26 @@ function bucketExpr(q: EpochSeriesQuery): ChSql {
   return q.bucketSec === ROLLUP_SECONDS[q.resolution] ? raw('toUInt32(bucket)') : chsql`toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec})`;
 }
 
+/**
+ * Distinct devices per bucket of local days. The daily rollup keeps no device sets (migration
+ * 0009): a day's set is the union of the hourly sets of the hours inside it and the minute sets of
+ * an hour that local midnight cuts (zones a fractional number of hours from UTC), and uniqExact
+ * states merge into that union exactly. The zone is a constant of the query, so ClickHouse places
+ * each hour and minute in its local day, DST included.
+ */
+function dailyDevicesSelect(q: DaySeriesQuery): ChSql {
+  const scope = chsql`${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND key = 'devices'
+                      AND bucket >= toDateTime(${q.fromSec}, 'UTC') AND bucket < toDateTime(${q.toSec}, 'UTC')`;
+  const cut = (hour: ChSql) => chsql`(toDate(${hour}, ${q.timezone}) != toDate(addSeconds(${hour}, 3599), ${q.timezone}))`;
+  return chsql`SELECT 'devices' AS key, toUInt32(intDiv(toRelativeDayNum(toDate(b, ${q.timezone})), ${q.bucketDays}) * ${q.bucketDays}) AS t, ${raw(DEVICES_EXPR)} AS value
+                 FROM (SELECT bucket AS b, devices FROM telemetry_1h WHERE ${scope} AND NOT ${cut(raw('bucket'))}
+                       UNION ALL
+                       SELECT bucket AS b, devices FROM telemetry_1m WHERE ${scope} AND ${cut(raw('toStartOfHour(bucket)'))})
+                GROUP BY t`;
+}
+
 function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
+  if (q.resolution === '1d' && keys.includes('devices')) return dailyDevicesSelect(q);
   const scope = chsql`${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND has(${keys}, key)`;
   if (q.resolution === '1d') {
     return chsql`SELECT key, toUInt32(intDiv(toRelativeDayNum(day), ${q.bucketDays}) * ${q.bucketDays}) AS t, ${raw(value)} AS value

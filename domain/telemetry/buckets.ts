@@ -20,7 +20,16 @@ const HOUR_MS = 3_600_000;
  */
 export type BucketPlan = (
   | { resolution: '1m' | '1h'; fromSec: number; toSec: number; bucketSec: number }
-  | { resolution: '1d'; fromDay: string; toDay: string; bucketDays: number }
+  | {
+      resolution: '1d';
+      fromDay: string;
+      toDay: string;
+      bucketDays: number;
+      /** The venue's zone, and the instants its first day starts and the day after its last starts (epoch seconds): `devices` by day is merged from hour and minute sets. */
+      timezone: string;
+      fromSec: number;
+      toSec: number;
+    }
 ) & {
   /** How many buckets the range has. */
   count: number;
@@ -69,6 +78,9 @@ function dayPlan(startTs: number, endTs: number, bucketDays: number, timezone: s
     fromDay: dayString(firstDay),
     toDay: dayString(lastDay),
     bucketDays,
+    timezone,
+    fromSec: localDayStart(firstDay, timezone) / 1000,
+    toSec: localDayStart(lastDay + 1, timezone) / 1000,
     count,
     buckets: () => Array.from({ length: count }, (_, i) => first + i * bucketDays),
     startOf: (day) => localDayStart(day, timezone),

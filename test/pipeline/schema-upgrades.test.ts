@@ -9,7 +9,8 @@ import { readMigrations, splitStatements } from '../../lib/migrations.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { openChdb } from '../support/chdb.js';
 import { testConfig } from '../support/env.js';
-import { event, waitFor } from './harness.js';
+import { telemetrySeriesSql } from '../../clickhouse/queries/telemetry.js';
+import { deviceId, event, waitFor } from './harness.js';
 
 /**
  * Migrations that change tables already holding rows, applied to a database migrated up to the
@@ -17,10 +18,13 @@ import { event, waitFor } from './harness.js';
  * - 0007 copies the minute rollup into a table with 1,024-row granules: every stored row survives
  *   it (a re-run after a crash included, never counted twice), and the views feed the new table;
  * - 0008 drops the points table and its view: the raw rows and rollups stay, and inserts into the
- *   raw table go on feeding the rollups.
+ *   raw table go on feeding the rollups;
+ * - 0009 stops the daily rollup's device sets: a day's `devices` stays exact across the change,
+ *   its devices before it and after it counted once.
  */
 const REBUILD = 7;
 const DROP_POINTS = 8;
+const DAILY_DEVICES = 9;
 const rebuild = readMigrations(CLICKHOUSE_MIGRATIONS).find((m) => m.version === REBUILD)!;
 const dirs: string[] = [];
 /** A copy of the migrations up to and including `last`. */
@@ -34,15 +38,16 @@ function migrationsThrough(last: number): string {
 }
 const beforeRebuild = migrationsThrough(REBUILD - 1);
 const throughRebuild = migrationsThrough(REBUILD);
+const throughPointsDrop = migrationsThrough(DROP_POINTS);
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 const MINUTE = 60_000;
 const base = Date.UTC(2026, 10, 20, 10, 0);
 
-function eventsSql(db: string, operatorId: string, venueId: string, minutes: number[], offset: number): string {
+function eventsSql(db: string, operatorId: string, venueId: string, minutes: number[], offset: number, devices: string[] = []): string {
   const rows = minutes.map((m, i) =>
     toRow(
-      event({ operatorId, venueId, ts: base + m * MINUTE + 1000, metrics: { temperature: 20 + m, co2: 400 + 10 * i } }),
+      event({ operatorId, venueId, ts: base + m * MINUTE + 1000, metrics: { temperature: 20 + m, co2: 400 + 10 * i }, ...(devices[i] ? { device: deviceId(devices[i]) } : {}) }),
       { topic: 'rebuild', partition: 0, offset: String(offset + i), index: 0 },
       { timezone: 'UTC', retentionDays: 90 },
     ),
@@ -145,7 +150,7 @@ async function pointsDropKeepsRows(engine: ChExecutor, db: string): Promise<void
   expect(Number(points!.n)).toBe(6);
   const stored = await minutes(engine, db, venueId);
 
-  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${DROP_POINTS}_drop_telemetry_points`]);
+  expect((await migrateClickhouse(engine, db, throughPointsDrop)).applied).toEqual([`${DROP_POINTS}_drop_telemetry_points`]);
   const tables = await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE 'telemetry_points%'`);
   expect(tables).toEqual([]);
   const [raw] = await engine.query<{ rows: number | string; points: number | string }>(
@@ -156,12 +161,39 @@ async function pointsDropKeepsRows(engine: ChExecutor, db: string): Promise<void
 
   // A crash before the ledger row: the file runs again without an error.
   await forgetLedgerRow(engine, db, DROP_POINTS);
-  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${DROP_POINTS}_drop_telemetry_points`]);
+  expect((await migrateClickhouse(engine, db, throughPointsDrop)).applied).toEqual([`${DROP_POINTS}_drop_telemetry_points`]);
 
   // The raw table takes inserts again (a view left on the dropped table would fail them) and feeds the rollups.
   await engine.exec(eventsSql(db, operatorId, venueId, [1, 2], 100));
   const after = await minutes(engine, db, venueId);
   expect(after.filter((m) => m.key === 'temperature').map((m) => m.n)).toEqual([2, 2, 1]);
+}
+
+async function dailyDevicesStayExact(engine: ChExecutor, db: string): Promise<void> {
+  const operatorId = randomUUID();
+  const venueId = randomUUID();
+  await migrateClickhouse(engine, db, throughPointsDrop);
+  await engine.exec(eventsSql(db, operatorId, venueId, [0, 1], 0, ['d1', 'd2']));
+  const setRows = async () => Number((await engine.query<{ n: number | string }>(`SELECT count() AS n FROM ${db}.telemetry_1d WHERE key = 'devices'`))[0]!.n);
+  const before = await setRows();
+  expect(before).toBeGreaterThan(0);
+
+  expect((await migrateClickhouse(engine, db)).applied).toEqual([`${DAILY_DEVICES}_daily_devices_from_hours`]);
+  await engine.exec(eventsSql(db, operatorId, venueId, [2, 3], 100, ['d2', 'd3']));
+  expect(await setRows()).toBe(before);
+
+  // The service's own query (its tables named in this database): d1, d2 before, d2, d3 after.
+  const day = Math.floor(base / 86_400_000);
+  const sql = telemetrySeriesSql({
+    resolution: '1d', operatorId, venueId, keys: ['devices', 'temperature'], agg: 'COUNT',
+    fromDay: new Date(day * 86_400_000).toISOString().slice(0, 10), toDay: new Date(day * 86_400_000).toISOString().slice(0, 10),
+    bucketDays: 1, timezone: 'UTC', fromSec: day * 86_400, toSec: (day + 1) * 86_400,
+  }).text.replace(/\b(FROM|IN \(SELECT retention_days FROM) (telemetry_\w+|retention_classes)\b/g, `$1 ${db}.$2`);
+  const rows = await engine.query<{ key: string; t: number | string; value: number | string }>(sql);
+  expect(rows.map((r) => [r.key, Number(r.t), Number(r.value)])).toEqual([
+    ['devices', day, 3],
+    ['temperature', day, 4],
+  ]);
 }
 
 type Check = (engine: ChExecutor, db: string) => Promise<void>;
@@ -197,4 +229,9 @@ describe('the minute rollup rebuilt with finer granules (migration 0007)', () =>
 describe('the points table dropped (migration 0008)', () => {
   it('keeps the raw rows and rollups on 18.16, and the raw table takes inserts again', onServer('points', pointsDropKeepsRows));
   it('keeps the raw rows and rollups on current ClickHouse (chdb), and the raw table takes inserts again', onChdb('points', pointsDropKeepsRows));
+});
+
+describe('the daily rollup without device sets (migration 0009)', () => {
+  it('keeps a day\'s devices exact across the change on 18.16', onServer('daily_devices', dailyDevicesStayExact));
+  it('keeps a day\'s devices exact across the change on current ClickHouse (chdb)', onChdb('daily_devices', dailyDevicesStayExact));
 });

@@ -70,8 +70,10 @@ function workload(t: { operatorId: string; venueIds: string[] }, n: number, end 
 /** Raw count and every rollup equal what the events imply, exactly (sums to float precision). */
 async function expectExact(events: CanonicalEvent[], venueIds: string[], topicRows = events.length) {
   expect(await rawCount(h)).toBe(topicRows);
-  const want = expectedTotals(events);
+  const all = expectedTotals(events);
   for (const table of ['telemetry_1m', 'telemetry_1h', 'telemetry_1d'] as const) {
+    // The daily rollup keeps no device sets (migration 0009): `devices` by day merges hour and minute sets.
+    const want = Object.fromEntries(Object.entries(all).filter(([key]) => table !== 'telemetry_1d' || key !== 'devices'));
     const got = await rollupTotals(h, table, venueIds);
     expect(Object.keys(got).sort(), table).toEqual(Object.keys(want).sort());
     for (const [key, w] of Object.entries(want)) {
