@@ -26,7 +26,7 @@ interface SeriesBase {
 }
 
 /** Minute or hour rollup rows with bucket start in [fromSec, toSec), grouped into epoch-aligned buckets of bucketSec. */
-export interface EpochSeriesQuery extends SeriesBase {
+export interface EpochRange {
   resolution: '1m' | '1h';
   fromSec: number;
   toSec: number;
@@ -34,7 +34,7 @@ export interface EpochSeriesQuery extends SeriesBase {
 }
 
 /** Local-day rollup rows with day in [fromDay, toDay] (`YYYY-MM-DD`), grouped into buckets of bucketDays counted from 1970-01-01. */
-export interface DaySeriesQuery extends SeriesBase {
+export interface DayRange {
   resolution: '1d';
   fromDay: string;
   toDay: string;
@@ -44,6 +44,9 @@ export interface DaySeriesQuery extends SeriesBase {
   fromSec: number;
   toSec: number;
 }
+
+export interface EpochSeriesQuery extends SeriesBase, EpochRange {}
+export interface DaySeriesQuery extends SeriesBase, DayRange {}
 
 export type SeriesQuery = EpochSeriesQuery | DaySeriesQuery;
 

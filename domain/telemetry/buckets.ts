@@ -1,3 +1,4 @@
+import type { DayRange, EpochRange } from '../../clickhouse/queries/telemetry.js';
 import { validation } from '../../lib/errors.js';
 import { DAY_MS, dayString, localDayNumber, localDayStart } from './calendar.js';
 
@@ -18,19 +19,7 @@ const HOUR_MS = 3_600_000;
  * The range selects whole rollup rows by their start: [startTs, endTs). Buckets at the edges may
  * cover only part of their interval; each is stamped with its aligned start.
  */
-export type BucketPlan = (
-  | { resolution: '1m' | '1h'; fromSec: number; toSec: number; bucketSec: number }
-  | {
-      resolution: '1d';
-      fromDay: string;
-      toDay: string;
-      bucketDays: number;
-      /** The venue's zone, and the instants its first day starts and the day after its last starts (epoch seconds): `devices` by day is merged from hour and minute sets. */
-      timezone: string;
-      fromSec: number;
-      toSec: number;
-    }
-) & {
+export type BucketPlan = (EpochRange | DayRange) & {
   /** How many buckets the range has. */
   count: number;
   /** Every bucket of the range, as the query labels them: epoch seconds, or day numbers for '1d'. Built on demand (gap filling): up to the cap's 20,160 numbers. */
