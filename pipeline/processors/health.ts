@@ -95,6 +95,8 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
 
   return {
     name: 'health',
+    // Health changes over minutes: fewer, larger transactions.
+    commitIntervalMs: 2_000,
     inputs: [opts.reportsTopic],
     createState: () => ({ sources: new Map(), integrations: new Map() }),
     restore(state, key, value) {

@@ -208,6 +208,8 @@ export function createOccupancyProcessor(opts: { db: Queryable; inputTopic: stri
 
   return {
     name: 'occupancy',
+    // Live figures (/ws, alarms): held at most half a second, where most partitions see a batch or two.
+    commitIntervalMs: 500,
     inputs: [opts.inputTopic],
     createState: () => new Map(),
     restore(state, key, value) {

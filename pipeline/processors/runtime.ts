@@ -10,16 +10,18 @@ import { ChangelogLayout } from './changelog.js';
  * The stream-processor runtime (docs/processors.md): each processor is one Kafka consumer group
  * over its input topics, with its state per input partition kept in memory and written to a
  * compacted changelog topic (state of input partition p → changelog partition p; entries grouped
- * into a few records per transaction, see changelog.ts). Every batch is
- * one Kafka transaction: the outputs, the changelog entries the batch changed and the consumed
- * offsets (`sendOffsets`) commit together or not at all, and everything downstream reads committed
- * only. The transactional id belongs to the input partition, not to the process: whoever takes
+ * into a few records per transaction, see changelog.ts). What a partition's batches produce is held
+ * and committed at most the processor's commit interval later (Kafka Streams' commit.interval.ms),
+ * in one Kafka transaction: the outputs, the changelog entries changed since the last commit and
+ * the consumed offsets (`sendOffsets`) commit together or not at all, and everything downstream
+ * reads committed only. The transactional id belongs to the input partition, not to the process: whoever takes
  * partition p (a restarted instance after a kill -9, or another member after a rebalance) first
  * initialises p's id, which fences the previous owner and completes or aborts its open
  * transaction, then restores p's state from the changelog and resumes at p's committed offset:
  * every input is reflected exactly once in state and outputs, and a member that has not yet
  * noticed it lost p can no longer commit anything for it.
- * Wall-clock timers (`tick`) run in transactions of their own, under the same lock.
+ * Wall-clock timers (`tick`) run under the same lock; what they produce commits with the partition's
+ * next commit.
  */
 
 export interface InputMessage {
@@ -84,6 +86,12 @@ export interface Processor<S> {
   tick(state: S, ctx: ProcessorContext): Promise<Effects>;
   /** Entries held, for stats. */
   size(state: S): number;
+  /**
+   * How long a partition's processed input may wait for its transaction: its batches within that
+   * time commit together, and their outputs become visible at the commit. A transaction costs the
+   * broker and the pipeline about ten requests whatever it holds.
+   */
+  readonly commitIntervalMs: number;
 }
 
 export interface RuntimeOptions {
@@ -94,6 +102,8 @@ export interface RuntimeOptions {
   /** Partitions of the inputs (and of the changelog and outputs). */
   partitions: number;
   tickMs?: number;
+  /** Overrides the processor's own commit interval. */
+  commitIntervalMs?: number;
   transactionTimeoutMs?: number;
   sessionTimeoutMs?: number;
 }
@@ -134,6 +144,17 @@ const coPartitioned: PartitionAssigner = ({ cluster }) => ({
   },
 });
 
+/** What a partition processed since its last commit. */
+interface Held {
+  outputs: Output[];
+  changed: Set<string>;
+  /** Next offset per input topic. */
+  offsets: Map<string, bigint>;
+}
+
+/** A partition holding this many outputs and changed entries commits without waiting for the interval. */
+const MAX_HELD = 20_000;
+
 export class ProcessorRuntime<S> {
   readonly group: string;
   readonly changelog: string;
@@ -143,8 +164,13 @@ export class ProcessorRuntime<S> {
   /** Where each partition's state entries are in the changelog (created by the restore, with the state). */
   private readonly layouts = new Map<number, ChangelogLayout>();
   private assigned = new Set<number>();
-  /** Next offset to read per `topic:partition` (committed with the last transaction). */
+  /** Next offset to read per `topic:partition`: what the state in memory reflects. */
   private readonly position = new Map<string, bigint>();
+  /** Next offset per `topic:partition` as of the last commit: where a partition whose held work is lost reads again. */
+  private readonly committed = new Map<string, bigint>();
+  private readonly held = new Map<number, Held>();
+  private readonly commitIntervalMs: number;
+  private commitTimer?: NodeJS.Timeout;
   private readonly ends = new Map<string, bigint>();
   private chain: Promise<unknown> = Promise.resolve();
   /** The transactional producer of each partition held; created (fencing any other) by the restore. */
@@ -162,6 +188,7 @@ export class ProcessorRuntime<S> {
     this.group = `${opts.prefix}.proc.${processor.name}`;
     this.changelog = changelogTopicName(opts.prefix, processor.name);
     this.log = opts.log.child({ component: 'processor', processor: processor.name });
+    this.commitIntervalMs = opts.commitIntervalMs ?? processor.commitIntervalMs;
   }
 
   async start(): Promise<void> {
@@ -192,8 +219,10 @@ export class ProcessorRuntime<S> {
       // take each partition's transactional id again) before its next batch or timer.
       void this.exclusive(async () => {
         this.assigned = partitions;
+        // Held work is not committed: the group reads those partitions again from their commits.
         this.states.clear();
         this.layouts.clear();
+        this.held.clear();
         await Promise.all([...this.producers.keys()].map((p) => this.dropProducer(p)));
       });
     });
@@ -212,13 +241,24 @@ export class ProcessorRuntime<S> {
       }, tickMs);
     };
     loop();
+    const commits = () => {
+      this.commitTimer = setTimeout(() => {
+        void this.exclusive(() => this.commitAll()).finally(() => {
+          if (!this.stopped) commits();
+        });
+      }, this.commitIntervalMs);
+    };
+    commits();
   }
 
-  /** Stops timers and fetching, waits for the transaction in hand, leaves the group, closes. */
+  /** Stops timers and fetching, commits what is held, leaves the group, closes. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.commitTimer);
+    // Batches queued behind this see `stopped` and leave their input uncommitted for the next owner.
     await this.exclusive(async () => {
+      await this.commitAll();
       this.stats.stateEntries = this.stateSize();
     });
     await this.consumer?.stop();
@@ -271,23 +311,12 @@ export class ProcessorRuntime<S> {
             messages.map((m) => ({ topic: batch.topic, partition: p, offset: m.offset, value: m.value, headers: m.headers })),
             ctx,
           );
-          await this.transact(p, effects, [{ topic: batch.topic, partition: p, offset: next.toString() }]);
+          const held = this.hold(p, effects);
+          held.offsets.set(batch.topic, next);
+          if (held.outputs.length + held.changed.size >= MAX_HELD) await this.commit(p);
         }
       } catch (err) {
-        // The state may hold part of the batch: forget it (restored before the next batch) and read
-        // the batch again from its first offset, which is the committed one.
-        await this.dropPartition(p);
-        payload.pause();
-        this.consumer?.seek({ topic: batch.topic, partition: p, offset: batch.firstOffset()! });
-        if (fenced(err)) this.log.info({ partition: p }, 'partition taken over by another member; batch left to it');
-        else this.log.warn({ partition: p, err: describeError(err) }, 'batch failed; aborted, state dropped, batch refetched');
-        setTimeout(() => {
-          try {
-            this.consumer?.resume([{ topic: batch.topic, partitions: [p] }]);
-          } catch (e) {
-            this.log.debug({ err: describeError(e) }, 'resume after a failed batch skipped: the consumer stopped');
-          }
-        }, 1000).unref();
+        await this.rewind(p, err, 'batch failed');
         return;
       }
       this.position.set(`${batch.topic}:${p}`, next > from ? next : from);
@@ -300,33 +329,81 @@ export class ProcessorRuntime<S> {
     await payload.heartbeat().catch((err: unknown) => this.log.debug({ err: describeError(err) }, 'heartbeat failed after a batch'));
   };
 
-  /** Wall-clock timers of every restored partition, in one transaction. */
+  /** Wall-clock timers of every restored partition; their effects commit with the partition's next commit. */
   private async tick(): Promise<void> {
     if (this.stopped) return;
     // Partitions without a batch since the join get their state here, so their timers run too.
     if ([...this.assigned].some((p) => !this.states.has(p))) await this.restore(async () => undefined);
     await this.refreshEnds();
     const now = Date.now();
-    const parts: Array<{ partition: number } & Effects> = [];
     for (const [p, state] of this.states) {
       const ctx: ProcessorContext = { partition: p, now, caughtUp: this.caughtUp(p), log: this.log };
       const effects = await this.processor.tick(state, ctx);
-      if (effects.outputs.length > 0 || effects.changed.size > 0) parts.push({ partition: p, ...effects });
+      if (effects.outputs.length > 0 || effects.changed.size > 0) this.hold(p, effects);
     }
     this.stats.stateEntries = this.stateSize();
     if (now - this.loggedAt >= 60_000) {
       this.loggedAt = now;
       this.log.info({ stats: this.stats, rssMb: Math.round(process.memoryUsage().rss / 1048576) }, 'processor stats');
     }
-    for (const { partition, ...effects } of parts) {
+  }
+
+  /** Adds a batch's or a timer's effects to what partition p holds for its next commit. */
+  private hold(p: number, effects: Effects): Held {
+    let held = this.held.get(p);
+    if (!held) this.held.set(p, (held = { outputs: [], changed: new Set(), offsets: new Map() }));
+    for (const o of effects.outputs) held.outputs.push(o);
+    for (const k of effects.changed) held.changed.add(k);
+    return held;
+  }
+
+  /** Commits what partition p holds: its outputs, the entries changed since its last commit and the offsets read. */
+  private async commit(p: number): Promise<void> {
+    const held = this.held.get(p);
+    if (!held) return;
+    const offsets = [...held.offsets].map(([topic, next]) => ({ topic, partition: p, offset: next.toString() }));
+    await this.transact(p, held, offsets);
+    this.held.delete(p);
+    for (const [topic, next] of held.offsets) this.committed.set(`${topic}:${p}`, next);
+  }
+
+  /** The commit interval's end: every partition's held work, one transaction each. */
+  private async commitAll(): Promise<void> {
+    for (const p of [...this.held.keys()]) {
       try {
-        await this.transact(partition, effects, []);
+        await this.commit(p);
       } catch (err) {
-        await this.dropPartition(partition);
-        if (fenced(err)) this.log.info({ partition }, 'partition taken over by another member; its timers are left to it');
-        else this.log.warn({ partition, err: describeError(err) }, 'timer transaction failed; the partition is restored before its next batch or timer');
+        await this.rewind(p, err, 'commit failed');
       }
     }
+  }
+
+  /**
+   * After a failed batch or commit: p's state may hold what did not commit, so it is forgotten
+   * (restored before p's next batch) with what p held, and p's inputs are read again from their last
+   * commit. A pending seek makes the consumer skip whatever it had already fetched of p.
+   */
+  private async rewind(p: number, err: unknown, what: string): Promise<void> {
+    await this.dropPartition(p);
+    if (fenced(err)) this.log.info({ partition: p }, `${what}: partition taken over by another member; its input is left to it`);
+    else this.log.warn({ partition: p, err: describeError(err) }, `${what}: aborted, state dropped, input read again from the last commit`);
+    const inputs = this.processor.inputs.map((topic) => ({ topic, partitions: [p] }));
+    try {
+      this.consumer?.pause(inputs);
+      for (const topic of this.processor.inputs) {
+        this.consumer?.seek({ topic, partition: p, offset: (this.committed.get(`${topic}:${p}`) ?? 0n).toString() });
+      }
+    } catch (e) {
+      // Not assigned any more (a rebalance): its new owner reads it from the last commit.
+      this.log.debug({ partition: p, err: describeError(e) }, 'no rewind: the partition is no longer this member\'s');
+    }
+    setTimeout(() => {
+      try {
+        this.consumer?.resume(inputs);
+      } catch (e) {
+        this.log.debug({ err: describeError(e) }, 'resume after a rewind skipped: the consumer stopped');
+      }
+    }, 1000).unref();
   }
 
   private caughtUp(p: number): boolean {
@@ -387,6 +464,7 @@ export class ProcessorRuntime<S> {
   private async dropPartition(p: number): Promise<void> {
     this.states.delete(p);
     this.layouts.delete(p);
+    this.held.delete(p);
     await this.dropProducer(p);
   }
 
@@ -478,7 +556,10 @@ export class ProcessorRuntime<S> {
     }
     for (const t of await admin.fetchOffsets({ groupId: this.group, topics: this.processor.inputs })) {
       for (const p of t.partitions) {
-        if (states.has(p.partition)) this.position.set(`${t.topic}:${p.partition}`, BigInt(Math.max(0, Number(p.offset))));
+        if (!states.has(p.partition)) continue;
+        const at = BigInt(Math.max(0, Number(p.offset)));
+        this.position.set(`${t.topic}:${p.partition}`, at);
+        this.committed.set(`${t.topic}:${p.partition}`, at);
       }
     }
     for (const [p, s] of states) {
