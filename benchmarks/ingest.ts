@@ -190,6 +190,7 @@ const machineBefore = machineCpu();
 const started = performance.now();
 const deadline = started + DURATION_S * 1000;
 let next = 0;
+const lastPush = new Map<string, number>();
 
 async function client(): Promise<void> {
   while (performance.now() < deadline) {
@@ -200,7 +201,10 @@ async function client(): Promise<void> {
       if (performance.now() >= deadline) break;
     }
     const t = tenants[slot % tenants.length]!;
-    const payload = ingestBody(t, BATCH, NEW_DEVICES);
+    // Each push holds what the venue's connector saw since its previous one: no two overlap in time.
+    const now = Date.now();
+    const payload = ingestBody(t, BATCH, NEW_DEVICES, now, lastPush.get(t.venueId));
+    lastPush.set(t.venueId, now);
     const t0 = performance.now();
     const res = await fetch(`${bases[slot % bases.length]}/ingest`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` }, body: payload }).catch(() => null);
     const ms = performance.now() - t0;

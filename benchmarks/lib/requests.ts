@@ -18,12 +18,14 @@ export interface BenchVenue {
 
 /**
  * One `POST /ingest` body, built when it is sent, as a connector pushes what it saw since its last
- * push: `size` events over the last 2 s in time order. Meraki presence (recurring devices and a
- * share `newDevices` of new ones), or Density door counts and occupancy.
+ * push: `size` events spread over (`since`, `now`] in time order (a venue's first push covers the
+ * last 2 s). Meraki presence (recurring devices and a share `newDevices` of new ones), or Density
+ * door counts and occupancy.
  */
-export function ingestBody(v: BenchVenue, size: number, newDevices: number, now = Date.now()): string {
+export function ingestBody(v: BenchVenue, size: number, newDevices: number, now = Date.now(), since = now - 2000): string {
+  const span = Math.max(1, now - since);
   const events = Array.from({ length: size }, (_, i) => {
-    const timestamp = new Date(now - Math.floor(((size - i) * 2000) / size)).toISOString();
+    const timestamp = new Date(since + Math.ceil(((i + 1) * span) / size)).toISOString();
     if (v.connector === 'meraki') {
       const clientMac = Math.random() < newDevices ? randomMac() : v.pool[Math.floor(Math.random() * v.pool.length)]!;
       return { type: 'device_seen', timestamp, payload: { clientMac, apMac: '00:18:0a:13:dd:b0', ssid: 'Guest WiFi', rssi: 20 + (i % 50), os: 'iOS', manufacturer: 'Apple', radio: 'WiFi' } };
