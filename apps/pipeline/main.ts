@@ -68,7 +68,7 @@ onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
     await housekeeping.stop();
     await housekeepingCh.close();
   }],
-  ['stop the processors (each finishes its transaction), then write and commit their outputs held by the sinks', () => processors.stop()],
+  ['stop the processors (each commits what it holds), then write and commit their outputs held by the sinks', () => processors.stop()],
   ['stop the alarm rules: finish the input in hand, commit, leave the group', () => alarmRules.stop()],
   ['stop fetching events, write and commit what is held, leave the group', () => sink.stop()],
   ['stop serving metrics', () => metricsServer?.close()],
