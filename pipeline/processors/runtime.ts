@@ -243,9 +243,11 @@ export class ProcessorRuntime<S> {
     loop();
     const commits = () => {
       this.commitTimer = setTimeout(() => {
-        void this.exclusive(() => this.commitAll()).finally(() => {
-          if (!this.stopped) commits();
-        });
+        void this.exclusive(() => this.commitAll())
+          .catch((err: unknown) => this.log.warn({ err: describeError(err) }, 'processor commit round failed; what is held commits at the next one'))
+          .finally(() => {
+            if (!this.stopped) commits();
+          });
       }, this.commitIntervalMs);
     };
     commits();
