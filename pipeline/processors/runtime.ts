@@ -203,7 +203,7 @@ export class ProcessorRuntime<S> {
       sessionTimeout: this.opts.sessionTimeoutMs ?? 10_000,
       heartbeatInterval: 1_000,
       maxWaitTimeInMs: 250,
-      // Each fetched batch is one transaction: a request's message is up to half a MB, and at
+      // Up to 4 MB per partition and fetch: when each fetched batch was its own transaction, at
       // kafkajs's 1 MB default the commits, not the processing, bounded a processor's rate.
       maxBytesPerPartition: 4 * 1024 * 1024,
       readUncommitted: false,
