@@ -170,14 +170,13 @@ export class ProcessorRuntime<S> {
   private readonly committed = new Map<string, bigint>();
   private readonly held = new Map<number, Held>();
   private readonly commitIntervalMs: number;
-  private commitTimer?: NodeJS.Timeout;
   private readonly ends = new Map<string, bigint>();
   private chain: Promise<unknown> = Promise.resolve();
   /** The transactional producer of each partition held; created (fencing any other) by the restore. */
   private readonly producers = new Map<number, Producer>();
   private consumer?: Consumer;
   private admin?: Admin;
-  private timer?: NodeJS.Timeout;
+  private readonly timers = new Set<NodeJS.Timeout>();
   private stopped = false;
   private loggedAt = Date.now();
 
@@ -230,34 +229,30 @@ export class ProcessorRuntime<S> {
     await consumer.connect();
     await subscribeWhenKnown(consumer, { topics: this.processor.inputs, fromBeginning: true });
     await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch: this.eachBatch });
-    const tickMs = this.opts.tickMs ?? 5_000;
-    const loop = () => {
-      this.timer = setTimeout(() => {
-        void this.exclusive(() => this.tick())
-          .catch((err: unknown) => this.log.warn({ err: describeError(err) }, 'processor tick failed; state is restored before the next one'))
+    this.every(this.opts.tickMs ?? 5_000, () => this.tick(), 'processor tick failed; state is restored before the next one');
+    this.every(this.commitIntervalMs, () => this.commitAll(), 'processor commit round failed; what is held commits at the next one');
+  }
+
+  /** Runs `work` under the lock every `ms` after the previous run ended, until stopped. */
+  private every(ms: number, work: () => Promise<void>, failed: string): void {
+    const next = () => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        void this.exclusive(work)
+          .catch((err: unknown) => this.log.warn({ err: describeError(err) }, failed))
           .finally(() => {
-            if (!this.stopped) loop();
+            if (!this.stopped) next();
           });
-      }, tickMs);
+      }, ms);
+      this.timers.add(timer);
     };
-    loop();
-    const commits = () => {
-      this.commitTimer = setTimeout(() => {
-        void this.exclusive(() => this.commitAll())
-          .catch((err: unknown) => this.log.warn({ err: describeError(err) }, 'processor commit round failed; what is held commits at the next one'))
-          .finally(() => {
-            if (!this.stopped) commits();
-          });
-      }, this.commitIntervalMs);
-    };
-    commits();
+    next();
   }
 
   /** Stops timers and fetching, commits what is held, leaves the group, closes. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
-    clearTimeout(this.commitTimer);
+    for (const timer of this.timers) clearTimeout(timer);
     // Batches queued behind this see `stopped` and leave their input uncommitted for the next owner.
     await this.exclusive(async () => {
       await this.commitAll();
