@@ -26,8 +26,8 @@ const { values: args } = parseArgs({
     batch: { type: 'string', default: '500' },
     operators: { type: 'string', default: '10' },
     subscribers: { type: 'string', default: '2' },
-    // Recurring visitors, so the visits state reaches its steady size within the 17-minute gap; 0:
-    // every sighting a new device (the state then grows with the rate for 17 minutes).
+    // Recurring visitors (the number of distinct devices a day's visits are made of); 0: every
+    // sighting a new device.
     devices: { type: 'string', default: '100000' },
     // Pipeline processes: each takes a share of every group's partitions (how the pipeline scales).
     pipelines: { type: 'string', default: '1' },
@@ -161,7 +161,6 @@ while (Date.now() < deadline) {
     lag: {
       sink: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.sink.events`).catch(() => NaN),
       occupancy: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.occupancy`).catch(() => NaN),
-      visits: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.visits`).catch(() => NaN),
       health: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.health`, reportsTopic).catch(() => NaN),
     },
     latencyMs: { p50: round(percentile(waits, 50)), p95: round(percentile(waits, 95)), p99: round(percentile(waits, 99)) },

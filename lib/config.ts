@@ -60,7 +60,7 @@ const configSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).default(15000),
   PIPELINE_BATCH_ROWS: z.coerce.number().int().min(1).default(50000),
   PIPELINE_BATCH_MS: z.coerce.number().int().min(10).default(500),
-  /** The processors' output sinks (occupancy, visits, connector health history): fewer, larger inserts (docs/pipeline.md). */
+  /** The processors' output sinks (occupancy, connector health history): fewer, larger inserts (docs/pipeline.md). */
   PIPELINE_DERIVED_BATCH_MS: z.coerce.number().int().min(10).default(2000),
   RATE_LIMITS_ENABLED: bool.default(true),
   /** Where each process serves Prometheus metrics (its own port, not through the front door); port 0 turns it off. */
@@ -84,8 +84,10 @@ const configSchema = z.object({
   WS_KEY_RECHECK_MS: z.coerce.number().int().min(100).default(5000),
   /** Life of a connection's lease in Redis, refreshed at a third of it; a crashed edge's leases lapse after it. */
   WS_LEASE_TTL_MS: z.coerce.number().int().min(1000).default(30000),
-  /** How often the processors' wall-clock timers run (visits closing, daily resets, connector silence). */
+  /** How often the processors' wall-clock timers run (daily resets, connector silence). */
   PROCESSOR_TICK_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  /** Pause between the derive job's rounds (visits and occupancy history recomputed from the raw table). */
+  DERIVE_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
 });
 
 export type Config = z.infer<typeof configSchema>;

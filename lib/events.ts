@@ -310,21 +310,6 @@ export const occupancyUpdateSchema = z.object({
 });
 export type OccupancyUpdate = z.infer<typeof occupancyUpdateSchema>;
 
-/** A closed visit of one device to a venue (zoneId null) or a zone. */
-export const visitSchema = z.object({
-  /** Deterministic: the same visit always gets the same id (replays, reprocessing). */
-  id: z.uuid(),
-  operatorId: z.uuid(),
-  venueId: z.uuid(),
-  zoneId: uuidOrNull,
-  device: z.string().regex(/^[0-9a-f]{32}$/),
-  randomizedMac: z.boolean(),
-  startTs: epochMs,
-  endTs: epochMs,
-  sightings: z.number().int().positive(),
-});
-export type Visit = z.infer<typeof visitSchema>;
-
 export const CONNECTOR_HEALTH = ['healthy', 'degraded', 'offline'] as const;
 export type ConnectorHealth = (typeof CONNECTOR_HEALTH)[number];
 
@@ -358,7 +343,6 @@ export type IngestReport = z.infer<typeof ingestReportSchema>;
 
 export interface DerivedTopics {
   occupancy: string;
-  visits: string;
   connectorHealth: string;
   /** Ingest outcomes per request (keyed by venue, partitioned like the events topic). */
   ingestReports: string;
@@ -367,7 +351,6 @@ export interface DerivedTopics {
 export function derivedTopicNames(prefix: string): DerivedTopics {
   return {
     occupancy: `${prefix}.occupancy.v1`,
-    visits: `${prefix}.visits.v1`,
     connectorHealth: `${prefix}.connector-health.v1`,
     ingestReports: `${prefix}.ingest-reports.v1`,
   };
@@ -384,8 +367,6 @@ function decodeJson<T>(schema: z.ZodType<T>, value: Buffer | null): T {
 
 export const encodeOccupancyUpdate = (u: OccupancyUpdate): Buffer => encodeJson(u);
 export const decodeOccupancyUpdate = (value: Buffer | null): OccupancyUpdate => decodeJson(occupancyUpdateSchema, value);
-export const encodeVisit = (v: Visit): Buffer => encodeJson(v);
-export const decodeVisit = (value: Buffer | null): Visit => decodeJson(visitSchema, value);
 export const encodeConnectorHealthChange = (c: ConnectorHealthChange): Buffer => encodeJson(c);
 export const decodeConnectorHealthChange = (value: Buffer | null): ConnectorHealthChange => decodeJson(connectorHealthChangeSchema, value);
 export const encodeIngestReport = (r: IngestReport): Buffer => encodeJson(r);

@@ -8,7 +8,7 @@ const DAY_MS = 86_400_000;
  * The daily rollup's partitions are venue-local days; a local day can end up to 12 h after the
  * UTC day of the same date, so they are kept one day longer rather than dropped early.
  */
-const GRACE_MS: Partial<Record<RetainedTable, number>> = { telemetry_1d: DAY_MS, visit_days: DAY_MS };
+const GRACE_MS: Partial<Record<RetainedTable, number>> = { telemetry_1d: DAY_MS, derived_visits: DAY_MS };
 
 /**
  * A partition id is `<retention_days>-<YYYYMMDD>` or `<retention_days>-<YYYYMM>` (ClickHouse joins

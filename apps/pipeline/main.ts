@@ -7,6 +7,7 @@ import { createHousekeepingCh, scheduleHousekeeping } from '../../pipeline/house
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
 import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
+import { startDeriveJob } from '../../pipeline/derive/job.js';
 import { createKafka, TRANSACTIONAL_RETRY } from '../../lib/kafka.js';
 import { startMetrics } from '../../lib/metrics.js';
 import { createPipelineMetrics } from './metrics.js';
@@ -49,6 +50,7 @@ const processors = await runProcessors({
   drainMs,
   tickMs: cfg.PROCESSOR_TICK_MS,
   onInsert: metrics.observeInsert,
+  onUnreflected: metrics.unreflected,
 });
 const alarmRules = await runAlarmRules({
   kafka: services.kafka,
@@ -58,6 +60,8 @@ const alarmRules = await runAlarmRules({
   prefix: cfg.KAFKA_TOPIC_PREFIX,
   partitions: cfg.KAFKA_PARTITIONS,
 });
+const derive = startDeriveJob({ ch: services.ch, db: services.db, log, intervalMs: cfg.DERIVE_INTERVAL_MS });
+metrics.observeDerive(derive.stats);
 const housekeepingCh = createHousekeepingCh(cfg, log);
 const housekeeping = scheduleHousekeeping(housekeepingCh, log, { onPartition: metrics.observeHousekeeping });
 const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg.PIPELINE_METRICS_PORT, log);
@@ -68,6 +72,7 @@ onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
     await housekeeping.stop();
     await housekeepingCh.close();
   }],
+  ['stop the derive job after its round in hand', () => derive.stop()],
   ['stop the processors (each commits what it holds), then write and commit their outputs held by the sinks', () => processors.stop()],
   ['stop the alarm rules: finish the input in hand, commit, leave the group', () => alarmRules.stop()],
   ['stop fetching events, write and commit what is held, leave the group', () => sink.stop()],

@@ -2,6 +2,7 @@ import type { Admin } from 'kafkajs';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../../lib/logger.js';
 import type { HousekeepingAction } from '../../pipeline/housekeeping.js';
+import type { DeriveStats } from '../../pipeline/derive/job.js';
 import { createRegistry } from '../../lib/metrics.js';
 
 /** The pipeline's Prometheus metrics (docs/metrics.md). */
@@ -11,6 +12,10 @@ export interface PipelineMetrics {
   observeInsert(target: string, rows: number, seconds: number): void;
   /** For the housekeeping's `onPartition`: a partition dropped (retention) or compacted. */
   observeHousekeeping(action: HousekeepingAction, table: string): void;
+  /** The derive job's progress, read at each scrape. */
+  observeDerive(stats: DeriveStats): void;
+  /** Events a live figure could not reflect, by venue and reason (docs/processors.md#what-is-not-reflected). */
+  unreflected(venueId: string, reason: string, count: number): void;
 }
 
 /**
@@ -34,6 +39,29 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     labelNames: ['action', 'table'],
     registers: [registry],
   });
+  const unreflected = new Counter({
+    name: 'venue_events_unreflected_total',
+    help: 'Accepted events a live figure does not reflect (they stay in the raw table and the derived history), by venue and reason',
+    labelNames: ['venue_id', 'reason'],
+    registers: [registry],
+  });
+  let derive: DeriveStats | undefined;
+  const deriveGauge = (name: string, help: string, read: (s: DeriveStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        if (derive) this.set(read(derive));
+      },
+    });
+  deriveGauge('derive_rounds', 'Rounds of the derive job completed by this process', (s) => s.rounds);
+  deriveGauge('derive_failed_rounds', 'Rounds of the derive job that failed (their marks are read again)', (s) => s.failures);
+  deriveGauge('derive_periods', 'Venue periods recomputed from the raw table by this process', (s) => s.periods);
+  deriveGauge('derive_rows_written', 'Derived rows (visits, occupancy points) written or removed', (s) => s.rowsWritten);
+  deriveGauge('derive_last_round_seconds', 'Duration of the last derive round', (s) => s.lastRoundMs / 1000);
+  deriveGauge('derive_lag_seconds', 'Age of the derive cursor at the end of the last round', (s) => s.lagSeconds);
+  deriveGauge('derive_leading', '1 when this process runs the derive job (one process at a time does)', (s) => (s.leading ? 1 : 0));
   new Gauge({
     name: 'kafka_consumer_lag',
     help: 'Messages between a consumer group’s committed offset and the end of the partition',
@@ -56,6 +84,12 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     },
     observeHousekeeping(action, table) {
       housekeeping.inc({ action, table });
+    },
+    observeDerive(stats) {
+      derive = stats;
+    },
+    unreflected(venueId, reason, count) {
+      unreflected.inc({ venue_id: venueId, reason }, count);
     },
   };
 }

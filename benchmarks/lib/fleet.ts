@@ -54,8 +54,7 @@ export interface FleetOptions {
   idempotencyKeys?: boolean;
   /**
    * Distinct devices the sightings come from, over the whole fleet (each a recurring visitor);
-   * 0 or absent: every sighting is a device never seen before (the heaviest case for the visits
-   * processor's state).
+   * 0 or absent: every sighting is a device never seen before (the most visits per sighting).
    */
   devices?: number;
 }

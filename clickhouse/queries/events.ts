@@ -41,7 +41,7 @@ export interface StoredOffsetsQuery {
 }
 
 /** Tables written by a sink: every row carries its Kafka position and a `ts` event time. */
-export type SunkTable = 'events' | 'occupancy_updates' | 'visits' | 'connector_health';
+export type SunkTable = 'events' | 'occupancy_updates' | 'connector_health';
 
 export function storedOffsetsSql(q: StoredOffsetsQuery, table: SunkTable = 'events'): ChSql {
   // Only raw events share a message with others; every derived row is its message's only one.

@@ -82,6 +82,27 @@ function dailyDevicesSelect(q: DaySeriesQuery): ChSql {
                 GROUP BY t`;
 }
 
+/** `occupancy` is not rolled up: it is the derived history's points (migration 0010), newest version per instant. */
+const OCCUPANCY_AGG: Record<Aggregation, string> = { AVG: 'avg(value)', SUM: 'sum(value)', MIN: 'min(value)', MAX: 'max(value)', COUNT: 'count()' };
+
+function occupancyPoints(q: { operatorId: string; venueId: string; fromSec: number; toSec: number }): ChSql {
+  return chsql`(SELECT ts, ts_ms, any(local_day) AS local_day, argMax(value, version) AS value, argMax(live, version) AS alive
+                  FROM derived_occupancy
+                 WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+                   AND ts >= toDateTime(${q.fromSec}, 'UTC') AND ts < toDateTime(${q.toSec}, 'UTC')
+                 GROUP BY ts, ts_ms)`;
+}
+
+function occupancySelect(q: SeriesQuery, agg: Aggregation): ChSql {
+  const value = raw(`toFloat64(${OCCUPANCY_AGG[agg]})`);
+  if (q.resolution === '1d') {
+    return chsql`SELECT 'occupancy' AS key, toUInt32(intDiv(toRelativeDayNum(local_day), ${q.bucketDays}) * ${q.bucketDays}) AS t, ${value} AS value
+                   FROM ${occupancyPoints(q)} WHERE alive = 1 GROUP BY t`;
+  }
+  return chsql`SELECT 'occupancy' AS key, toUInt32(intDiv(toUInt32(ts), ${q.bucketSec}) * ${q.bucketSec}) AS t, ${value} AS value
+                 FROM ${occupancyPoints(q)} WHERE alive = 1 GROUP BY t`;
+}
+
 function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
   if (q.resolution === '1d' && keys.includes('devices')) return dailyDevicesSelect(q);
   const scope = chsql`${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND has(${keys}, key)`;
@@ -104,7 +125,8 @@ function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
  */
 export function telemetrySeriesSql(q: SeriesQuery): ChSql {
   const selects: ChSql[] = [];
-  const measured = q.keys.filter((k) => k !== 'devices');
+  if (q.keys.includes('occupancy')) selects.push(occupancySelect(q, q.agg));
+  const measured = q.keys.filter((k) => k !== 'devices' && k !== 'occupancy');
   if (measured.length > 0) selects.push(seriesSelect(q, measured, `toFloat64(${AGG_EXPR[q.agg]})`));
   if (q.keys.includes('devices')) selects.push(seriesSelect(q, ['devices'], DEVICES_EXPR));
   return raw(`SELECT key, t, value FROM (${selects.map((x) => x.text).join(' UNION ALL ')}) ORDER BY key, t`);
@@ -130,6 +152,7 @@ export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow
  * as null). Epoch-aligned resolutions only: day buckets start at local midnight, computed in TypeScript.
  */
 export function telemetryPointsSql(q: EpochSeriesQuery, key: string): ChSql {
+  if (key === 'occupancy') return chsql`SELECT toFloat64(t) * 1000 AS ts, value FROM (${occupancySelect(q, q.agg)}) ORDER BY t`;
   const value = key === 'devices' ? DEVICES_EXPR : `toFloat64(${AGG_EXPR[q.agg]})`;
   // `key =` (not `has`) lets 18.16 read only the key's granules; no subquery: one grouping, by bucket.
   return chsql`SELECT toFloat64(${bucketExpr(q)} AS t) * 1000 AS ts, ${raw(value)} AS value

@@ -14,7 +14,7 @@ export const connectorHealthOutput = z.object({
       type: z.enum(CONNECTOR_TYPES),
       status: z.enum(CONNECTOR_HEALTH),
       count: z.number().int().positive(),
-      /** Newest sign of life of the group's integrations (ISO 8601); null when none ever sent anything. */
+      /** Newest stored event of the group's venues and connector type (ISO 8601); null when none ever sent anything. */
       lastEventAt: z.iso.datetime().nullable(),
     }),
   ),
@@ -28,6 +28,8 @@ const FRESH_S = 2 * 3600;
  * The operator's active integrations grouped by connector type and health status, from the health
  * processor's newest row per integration (docs/processors.md#connector-health). An integration
  * without a recent row (never sent anything, or the processor has not evaluated it) is `offline`.
+ * `lastEventAt` is the newest event the sink stored for the integration's venue and type: health
+ * rows are written on transitions and hourly, so theirs can be an hour old.
  */
 export async function connectorHealth(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<ConnectorHealthGroups> {
   const integrations = await operatorActiveIntegrations(deps.db, operatorId);
@@ -37,7 +39,8 @@ export async function connectorHealth(deps: { db: Queryable; ch: Ch }, operatorI
   for (const i of integrations) {
     const r = byId.get(i.id);
     const status = (r?.status ?? 'offline') as ConnectorHealth;
-    const last = r && r.has_last_event ? Number(r.last_event_at) * 1000 : null;
+    // The health row's value only without a stored-event row (events older than the table).
+    const last = i.last_event_at ? i.last_event_at.getTime() : r && r.has_last_event ? Number(r.last_event_at) * 1000 : null;
     const key = `${i.connector_type}|${status}`;
     const g = groups.get(key) ?? { type: i.connector_type, status, count: 0, last: null };
     g.count++;

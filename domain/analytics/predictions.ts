@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Ch } from '../../clickhouse/client.js';
-import { telemetrySeries } from '../../clickhouse/queries/telemetry.js';
+import { occupancyHours } from '../../clickhouse/queries/derived.js';
 import type { Queryable } from '../../postgres/client.js';
-import { dayOfWeek as dayOfWeekOf, localDayNumber, localHour } from '../telemetry/calendar.js';
+import { dayOfWeek as dayOfWeekOf, localDayNumber, localHour, periodStart } from '../telemetry/calendar.js';
 import { ownedVenue } from '../venues/access.js';
 import { parseInput } from '../../lib/validate.js';
 import { queryInt } from './schemas.js';
@@ -41,35 +41,31 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
 /**
  * Expected whole-venue occupancy at a local day of week and hour (docs/processors.md#predictions).
  * A sample is one hour of the last 28 days (complete UTC hours before now) whose start falls on
- * that local day of week and hour: its value is the mean of the occupancy updates in that hour,
- * or, for an hour without updates, the last figure before it (occupancy holds until it changes;
- * hours before the venue's first figure have none). mean and percentiles are over the samples,
- * rounded to 2 decimals; no samples gives zeros and sampleSize 0.
+ * that local day of week and hour: its value is the mean of the occupancy history's points in that
+ * hour; an hour without points takes the last figure before it within the same period, and 0
+ * once a daily reset has passed since (occupancy holds until it changes, and restarts at the
+ * reset); hours before the venue's first figure have none. mean and percentiles are over the
+ * samples, rounded to 2 decimals; no samples gives zeros and sampleSize 0.
  */
 export async function predictOccupancy(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof predictionInput>, now = Date.now()): Promise<Prediction> {
   const { id, dayOfWeek, hour } = parseInput(predictionInput, input, 'query');
   const venue = await ownedVenue(deps.db, operatorId, id);
   const toSec = Math.floor(now / 1000 / HOUR_S) * HOUR_S;
   const fromSec = toSec - PREDICTION_DAYS * 86_400;
-  const rows = await telemetrySeries(deps.ch, {
-    resolution: '1h',
-    operatorId,
-    venueId: id,
-    keys: ['occupancy'],
-    agg: 'AVG',
-    fromSec: fromSec - CARRY_DAYS * 86_400,
-    toSec,
-    bucketSec: HOUR_S,
-  });
-  const hourly = new Map(rows.filter((r) => r.value !== null).map((r) => [r.t, r.value!]));
-  let last: number | undefined;
-  for (let t = fromSec - CARRY_DAYS * 86_400; t < fromSec; t += HOUR_S) last = hourly.get(t) ?? last;
+  const hours = new Map((await occupancyHours(deps.ch, { operatorId, venueId: id, fromSec: fromSec - CARRY_DAYS * 86_400, toSec })).map((h) => [h.t, h]));
+  const periodOf = (sec: number) => periodStart(sec * 1000, venue.occupancy_reset_hour, venue.timezone);
+  /** The last figure so far and the period it belongs to. */
+  let last: { value: number; period: number } | undefined;
   const samples: number[] = [];
-  for (let t = fromSec; t < toSec; t += HOUR_S) {
-    last = hourly.get(t) ?? last;
-    if (last === undefined) continue;
+  for (let t = fromSec - CARRY_DAYS * 86_400; t < toSec; t += HOUR_S) {
+    const h = hours.get(t);
+    let value: number | undefined;
+    if (h) value = h.mean;
+    else if (last) value = last.period === periodOf(t) ? last.value : 0;
+    if (h) last = { value: h.last, period: periodOf(h.lastAt) };
+    if (t < fromSec || value === undefined) continue;
     const ms = t * 1000;
-    if (dayOfWeekOf(localDayNumber(ms, venue.timezone)) === dayOfWeek && localHour(ms, venue.timezone) === hour) samples.push(last);
+    if (dayOfWeekOf(localDayNumber(ms, venue.timezone)) === dayOfWeek && localHour(ms, venue.timezone) === hour) samples.push(value);
   }
   if (samples.length === 0) return { dayOfWeek, hour, mean: 0, p25: 0, p75: 0, p95: 0, sampleSize: 0 };
   samples.sort((a, b) => a - b);

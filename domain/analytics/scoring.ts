@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Ch } from '../../clickhouse/client.js';
 import { visitDays } from '../../clickhouse/queries/derived.js';
 import type { Queryable } from '../../postgres/client.js';
-import { dayString, localDayNumber } from '../telemetry/calendar.js';
+import { dayString, localDayNumber, periodStart } from '../telemetry/calendar.js';
 import { ownedVenue } from '../venues/access.js';
 import { parseInput } from '../../lib/validate.js';
 
@@ -44,13 +44,15 @@ export function percentages(counts: number[]): number[] {
 }
 
 /**
- * Devices of the venue by distinct visit days in the last `range` local days (today included, in
- * the venue's time zone), from the loyalty rollup of closed whole-venue visits.
+ * Devices of the venue by distinct visit days in the last `range` days (today's included): a
+ * visit day is one of the venue's periods between daily resets, named by the local date it starts
+ * on; every qualifying whole-venue visit counts, ended or still going on.
  */
 export async function visitorScoring(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof scoringInput>, now = Date.now()): Promise<Scoring> {
   const { id, range } = parseInput(scoringInput, input, 'query');
   const venue = await ownedVenue(deps.db, operatorId, id);
-  const today = localDayNumber(now, venue.timezone);
+  // Visit days are the venue's periods (from its daily reset hour), named by the local date they start on.
+  const today = localDayNumber(periodStart(now, venue.occupancy_reset_hour, venue.timezone), venue.timezone);
   const rows = await visitDays(deps.ch, { operatorId, venueId: id, fromDay: dayString(today - SCORING_RANGES[range] + 1), toDay: dayString(today) });
   const counts = SEGMENTS.map((s) => rows.filter((r) => r.days >= s.min && r.days <= s.max).reduce((n, r) => n + Number(r.devices), 0));
   const pct = percentages(counts);

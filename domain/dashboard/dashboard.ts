@@ -25,7 +25,7 @@ export interface DashboardStats {
 
 /**
  * The operator's summary. events24h: events with event time in the last 24 h (raw table).
- * avgDwellSeconds: mean dwell (whole seconds) of the closed whole-venue visits that started in the
+ * avgDwellSeconds: mean dwell (whole seconds) of the ended whole-venue visits that started in the
  * last 24 h, over all the operator's venues; 0 without any.
  */
 export async function dashboardStats(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<DashboardStats> {
@@ -34,7 +34,7 @@ export async function dashboardStats(deps: { db: Queryable; ch: Ch }, operatorId
   const [counts, events24h, avgDwell] = await Promise.all([
     dashboardCounts(deps.db, operatorId),
     operatorEventCount(deps.ch, { operatorId, fromSec: toSec - 86_400, toSec }),
-    averageDwell(deps.ch, { operatorId, fromSec: toSec - 86_400, toSec }),
+    averageDwell(deps.ch, { operatorId, fromMs: now + 1 - 86_400_000, toMs: now + 1, nowMs: now }),
   ]);
   return { venueCount: counts.venue_count, events24h, activeIntegrations: counts.active_integrations, avgDwellSeconds: Math.round(avgDwell) };
 }

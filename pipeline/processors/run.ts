@@ -4,11 +4,11 @@ import type { DerivedTopics } from '../../lib/events.js';
 import { createMissingTopics } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Queryable } from '../../postgres/client.js';
-import { healthTarget, occupancyTarget, visitsTarget } from '../sink/derived.js';
+import { healthTarget, occupancyTarget } from '../sink/derived.js';
 import { runSink, type RunningSink } from '../sink/sink.js';
-import { createOccupancyProcessor } from './occupancy.js';
+import { createOccupancyProcessor, type UnreflectedReason } from './occupancy.js';
+import { LogThrottle } from '../../lib/log-throttle.js';
 import { ProcessorRuntime, type Processor } from './runtime.js';
-import { createVisitsProcessor } from './visits.js';
 import { createHealthProcessor } from './health.js';
 
 export interface ProcessorSetOptions {
@@ -31,9 +31,11 @@ export interface ProcessorSetOptions {
   drainMs: number;
   tickMs?: number;
   /** Processors to run (default all). */
-  only?: Array<'occupancy' | 'visits' | 'health'>;
+  only?: Array<'occupancy' | 'health'>;
   /** Observes every insert of the output sinks (metrics). */
   onInsert?: (target: string, rows: number, seconds: number) => void;
+  /** Counts events live occupancy does not reflect, per venue and reason (metrics). */
+  onUnreflected?: (venueId: string, reason: UnreflectedReason, count: number) => void;
 }
 
 export interface RunningProcessors {
@@ -56,7 +58,7 @@ export async function ensureDerivedTopics(kafka: Kafka, topics: DerivedTopics, p
 
 /** Runs the stream processors and the sinks of their outputs (docs/processors.md). */
 export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningProcessors> {
-  const only = new Set(opts.only ?? ['occupancy', 'visits', 'health']);
+  const only = new Set(opts.only ?? ['occupancy', 'health']);
   await ensureDerivedTopics(opts.kafka, opts.derived, opts.partitions);
   const sinkOpts = (name: string, topic: string) => ({
     groupId: `${opts.prefix}.sink.${name}`,
@@ -76,11 +78,13 @@ export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningP
   const processors: Array<Processor<unknown>> = [];
   if (only.has('occupancy')) {
     sinks.push((await runSink(opts.kafka, occupancyTarget, sinkOpts('occupancy', opts.derived.occupancy))) as unknown as RunningSink);
-    processors.push(createOccupancyProcessor({ db: opts.db, inputTopic: opts.events, outputTopic: opts.derived.occupancy }) as Processor<unknown>);
-  }
-  if (only.has('visits')) {
-    sinks.push((await runSink(opts.kafka, visitsTarget, sinkOpts('visits', opts.derived.visits))) as unknown as RunningSink);
-    processors.push(createVisitsProcessor({ db: opts.db, inputTopic: opts.events, outputTopic: opts.derived.visits }) as Processor<unknown>);
+    const lines = new LogThrottle(60_000);
+    const unreflected = (venueId: string, reason: UnreflectedReason, count: number) => {
+      opts.onUnreflected?.(venueId, reason, count);
+      const since = lines.add(`${venueId}|${reason}`, count);
+      if (since !== undefined) opts.log.info({ venueId, reason, events: since }, 'occupancy: events not reflected in live occupancy (they stay in the raw table and the history; at most one line a minute per venue and reason)');
+    };
+    processors.push(createOccupancyProcessor({ db: opts.db, inputTopic: opts.events, outputTopic: opts.derived.occupancy, unreflected }) as Processor<unknown>);
   }
   if (only.has('health')) {
     sinks.push((await runSink(opts.kafka, healthTarget, sinkOpts('health', opts.derived.connectorHealth))) as unknown as RunningSink);

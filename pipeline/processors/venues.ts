@@ -3,12 +3,19 @@ import { venueProcessorContexts, type VenueProcessorContext } from '../../postgr
 
 export type VenueInfo = VenueProcessorContext;
 
+/** What a processor asks of venue contexts (`VenueInfos`; tests pass a fake without Postgres). */
+export interface VenueLookup {
+  resolve(venueIds: Iterable<string>, now?: number): Promise<Map<string, VenueInfo>>;
+  /** The venue, reloaded first (once per `reloaded` set) when it does not list `zoneId`. */
+  withZone(venueId: string, zoneId: string, known: Map<string, VenueInfo>, reloaded: Set<string>): Promise<VenueInfo | undefined>;
+}
+
 /**
  * Venue → (operator, time zone, reset hour, zones, active integrations) from Postgres, cached per
  * venue for `ttlMs` (a zone or capacity change reaches the processors within that time). A zone id
  * the cache does not know reloads its venue once (a zone created a moment ago).
  */
-export class VenueInfos {
+export class VenueInfos implements VenueLookup {
   private readonly cache = new Map<string, { info: VenueInfo; at: number }>();
 
   constructor(

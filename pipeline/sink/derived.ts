@@ -1,6 +1,6 @@
 import { storedOffsets } from '../../clickhouse/queries/events.js';
-import { insertHealth, insertOccupancy, insertVisits, type HealthRow, type OccupancyRow, type VisitRow } from '../../clickhouse/queries/derived.js';
-import { decodeConnectorHealthChange, decodeOccupancyUpdate, decodeVisit } from '../../lib/events.js';
+import { insertHealth, insertOccupancy, type HealthRow, type OccupancyRow } from '../../clickhouse/queries/derived.js';
+import { decodeConnectorHealthChange, decodeOccupancyUpdate } from '../../lib/events.js';
 import { dayString, localDayNumber } from '../../domain/telemetry/calendar.js';
 import type { SinkTarget } from './sink.js';
 
@@ -40,40 +40,6 @@ export const occupancyTarget: SinkTarget<OccupancyRow> = {
   },
   insert: insertOccupancy,
   storedOffsets: (ch, q) => storedOffsets(ch, q, 'occupancy_updates'),
-  partitionKey: dayPartition,
-};
-
-export const visitsTarget: SinkTarget<VisitRow> = {
-  name: 'visits',
-  decode(value) {
-    const v = decodeVisit(value);
-    return [{
-      raw: v,
-      venueId: v.venueId,
-      operatorId: v.operatorId,
-      toRow: (origin, ctx) => ({
-        visit_id: v.id,
-        operator_id: v.operatorId,
-        venue_id: v.venueId,
-        zone_id: v.zoneId ?? '',
-        device: v.device,
-        randomized_mac: v.randomizedMac ? 1 : 0,
-        ts: Math.floor(v.startTs / 1000),
-        ts_ms: v.startTs % 1000,
-        ended_at: Math.floor(v.endTs / 1000),
-        dwell_seconds: Math.round((v.endTs - v.startTs) / 1000),
-        sightings: v.sightings,
-        // A visit belongs to the local day it started on (loyalty counts visit days).
-        local_day: dayString(localDayNumber(v.startTs, ctx.timezone)),
-        retention_days: ctx.retentionDays,
-        kafka_topic: origin.topic,
-        kafka_partition: origin.partition,
-        kafka_offset: origin.offset,
-      }),
-    }];
-  },
-  insert: insertVisits,
-  storedOffsets: (ch, q) => storedOffsets(ch, q, 'visits'),
   partitionKey: dayPartition,
 };
 

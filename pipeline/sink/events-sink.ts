@@ -41,12 +41,16 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
       return again;
     },
     async afterWrite(rows) {
-      const latest = new Map<string, number>();
+      // Newest event per venue and connector type: the dashboard's connector lastEventAt reads it.
+      const latest = new Map<string, { venueId: string; connectorType: string; at: number }>();
       for (const r of rows) {
         const at = r.ts * 1000 + r.ts_ms;
-        if (at > (latest.get(r.venue_id) ?? -1)) latest.set(r.venue_id, at);
+        const key = `${r.venue_id}|${r.connector_type}`;
+        const l = latest.get(key);
+        if (!l) latest.set(key, { venueId: r.venue_id, connectorType: r.connector_type, at });
+        else if (at > l.at) l.at = at;
       }
-      await advanceLastEventAt(db, [...latest].map(([venueId, at]) => ({ venueId, at: new Date(at) })));
+      await advanceLastEventAt(db, [...latest.values()].map((l) => ({ ...l, at: new Date(l.at) })));
     },
   };
 }

@@ -110,11 +110,19 @@ export async function replaceIntegrationSecrets(db: Queryable, integrationId: st
   await exec(db, sql`UPDATE integrations SET secrets = ${JSON.stringify(secrets)}::jsonb WHERE id = ${integrationId}`);
 }
 
-/** Active, non-deleted integrations of the operator's active venues. */
-export async function operatorActiveIntegrations(db: Queryable, operatorId: string): Promise<Array<{ id: string; venue_id: string; connector_type: ConnectorType }>> {
+/**
+ * Active, non-deleted integrations of the operator's active venues, each with the newest stored
+ * event of its venue and connector type (null when none was stored).
+ */
+export async function operatorActiveIntegrations(
+  db: Queryable,
+  operatorId: string,
+): Promise<Array<{ id: string; venue_id: string; connector_type: ConnectorType; last_event_at: Date | null }>> {
   return rows(
     db,
-    sql`SELECT i.id, i.venue_id, i.connector_type FROM integrations i JOIN venues v ON v.id = i.venue_id
+    sql`SELECT i.id, i.venue_id, i.connector_type, e.last_event_at
+          FROM integrations i JOIN venues v ON v.id = i.venue_id
+          LEFT JOIN venue_connector_events e ON e.venue_id = i.venue_id AND e.connector_type = i.connector_type
          WHERE v.operator_id = ${operatorId} AND v.is_active AND i.is_active AND i.deleted_at IS NULL
          ORDER BY i.created_at, i.id`,
   );

@@ -6,10 +6,11 @@ export interface VenueOwnership {
   operator_id: string;
   is_active: boolean;
   timezone: string;
+  occupancy_reset_hour: number;
 }
 
 export async function venueOwnership(db: Queryable, venueId: string): Promise<VenueOwnership | undefined> {
-  return one<VenueOwnership>(db, sql`SELECT id, operator_id, is_active, timezone FROM venues WHERE id = ${venueId}`);
+  return one<VenueOwnership>(db, sql`SELECT id, operator_id, is_active, timezone, occupancy_reset_hour FROM venues WHERE id = ${venueId}`);
 }
 
 /** The fields a caller may set; null clears an optional one. */
@@ -137,14 +138,30 @@ export async function venueSinkContexts(db: Queryable, venueIds: string[]): Prom
   );
 }
 
-/** One statement per sink batch: moves each venue's last_event_at forward, never back. */
-export async function advanceLastEventAt(db: Queryable, latest: Array<{ venueId: string; at: Date }>): Promise<number> {
+/**
+ * One statement per sink batch: moves each venue's last_event_at, and each (venue, connector type)'s
+ * in venue_connector_events, forward, never back (a backfill of old events leaves both alone).
+ * Unknown venues are skipped, so a stray id cannot fail the venues' update. Returns the
+ * (venue, connector type) rows written.
+ */
+export async function advanceLastEventAt(db: Queryable, latest: Array<{ venueId: string; connectorType: string; at: Date }>): Promise<number> {
   if (latest.length === 0) return 0;
   return exec(
     db,
-    sql`UPDATE venues v SET last_event_at = x.at
-          FROM unnest(${latest.map((l) => l.venueId)}::uuid[], ${latest.map((l) => l.at)}::timestamptz[]) AS x(id, at)
-         WHERE v.id = x.id AND (v.last_event_at IS NULL OR v.last_event_at < x.at)`,
+    sql`WITH x AS (
+          SELECT id, type, max(at) AS at
+            FROM unnest(${latest.map((l) => l.venueId)}::uuid[], ${latest.map((l) => l.connectorType)}::text[], ${latest.map((l) => l.at)}::timestamptz[]) AS u(id, type, at)
+           GROUP BY id, type
+        ), venue AS (
+          UPDATE venues v SET last_event_at = m.at
+            FROM (SELECT id, max(at) AS at FROM x GROUP BY id) m
+           WHERE v.id = m.id AND (v.last_event_at IS NULL OR v.last_event_at < m.at)
+        )
+        INSERT INTO venue_connector_events AS c (venue_id, connector_type, last_event_at)
+        SELECT x.id, x.type, x.at FROM x JOIN venues v ON v.id = x.id
+         ORDER BY x.id, x.type
+        ON CONFLICT (venue_id, connector_type) DO UPDATE SET last_event_at = EXCLUDED.last_event_at
+         WHERE c.last_event_at < EXCLUDED.last_event_at`,
   );
 }
 

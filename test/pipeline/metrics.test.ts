@@ -49,3 +49,28 @@ describe('the pipeline’s Prometheus metrics', () => {
     }
   });
 });
+
+describe('the derive job’s and the live figures’ metrics', () => {
+  it('show the job’s progress and count unreflected events per venue and reason', async () => {
+    const stats = { rounds: 3, failures: 1, periods: 12, rowsWritten: 340, lastRoundMs: 250, lagSeconds: 4, leading: true };
+    metrics.observeDerive(stats);
+    metrics.unreflected('venue-1', 'duplicate', 2);
+    metrics.unreflected('venue-1', 'duplicate', 1);
+    metrics.unreflected('venue-2', 'earlier_day', 5);
+    let lines = await series();
+    expect(valueOf(lines, 'derive_rounds{')).toBe(3);
+    expect(valueOf(lines, 'derive_failed_rounds{')).toBe(1);
+    expect(valueOf(lines, 'derive_rows_written{')).toBe(340);
+    expect(valueOf(lines, 'derive_last_round_seconds{')).toBe(0.25);
+    expect(valueOf(lines, 'derive_lag_seconds{')).toBe(4);
+    expect(valueOf(lines, 'derive_leading{')).toBe(1);
+    expect(valueOf(lines, 'venue_events_unreflected_total{', 'venue_id="venue-1"', 'reason="duplicate"')).toBe(3);
+    expect(valueOf(lines, 'venue_events_unreflected_total{', 'venue_id="venue-2"', 'reason="earlier_day"')).toBe(5);
+    // Read at each scrape: the job's figures move without another call.
+    stats.rounds = 4;
+    stats.leading = false;
+    lines = await series();
+    expect(valueOf(lines, 'derive_rounds{')).toBe(4);
+    expect(valueOf(lines, 'derive_leading{')).toBe(0);
+  });
+});

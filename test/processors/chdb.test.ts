@@ -7,18 +7,19 @@ import {
   currentOccupancySql,
   dwellHistogramSql,
   latestHealthSql,
+  occupancyHoursSql,
   visitDaysSql,
   type HealthRow,
   type OccupancyRow,
-  type VisitRow,
 } from '../../clickhouse/queries/derived.js';
+import { periodVisitsSql, type DerivedOccupancyRow, type DerivedVisitRow } from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { activePartitionsSql } from '../../clickhouse/queries/retention.js';
 import { telemetrySeriesSql } from '../../clickhouse/queries/telemetry.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { openChdb } from '../support/chdb.js';
 import { testConfig } from '../support/env.js';
-import { event } from './harness.js';
+import { deviceId, event } from './harness.js';
 
 /** The derived tables, views and queries on current ClickHouse (chdb) and 18.16, over the same rows. */
 let chdb: ReturnType<typeof openChdb>;
@@ -46,20 +47,20 @@ const occupancy: OccupancyRow[] = [0, 1, 2, 3].map((i) => ({
   clamped: 0,
   ...sunk(i),
 }));
-const visit = (i: number, device: string, day: string, dwell: number, zone = ''): VisitRow => ({
-  visit_id: randomUUID(),
+const visit = (i: number, device: string, day: string, dwell: number, zone = '', live = 1, version = 1): DerivedVisitRow => ({
   operator_id: operatorId,
   venue_id: venueId,
+  day,
   zone_id: zone,
   device,
-  randomized_mac: 0,
-  ts: base / 1000 + i * 60,
-  ts_ms: 0,
-  ended_at: base / 1000 + i * 60 + dwell,
-  dwell_seconds: dwell,
+  start_ms: base + i * 60_000,
+  end_ms: base + i * 60_000 + dwell * 1000,
+  closes_ms: base + i * 60_000 + dwell * 1000 + 900_000,
   sightings: 3,
-  local_day: day,
-  ...sunk(100 + i),
+  randomized_mac: 0,
+  retention_days: 365,
+  live,
+  version,
 });
 const visits = [
   visit(0, 'a', '2026-10-24', 100),
@@ -67,7 +68,25 @@ const visits = [
   visit(2, 'a', '2026-10-25', 1000),
   visit(3, 'b', '2026-10-25', 2000),
   visit(4, 'b', '2026-10-25', 4000, zoneId),
+  // Rewritten by a later recomputation: the newest version counts (dwell 10 s, not 5,000 s).
+  visit(5, 'c', '2026-10-25', 5000, '', 1, 1),
+  visit(5, 'c', '2026-10-25', 10, '', 1, 2),
+  // Removed by a later recomputation.
+  visit(6, 'd', '2026-10-26', 700, '', 1, 1),
+  visit(6, 'd', '2026-10-26', 700, '', 0, 2),
 ];
+const point = (minute: number, value: number, live = 1, version = 1): DerivedOccupancyRow => ({
+  operator_id: operatorId,
+  venue_id: venueId,
+  ts: base / 1000 + minute * 60,
+  ts_ms: 0,
+  local_day: '2026-10-24',
+  value,
+  retention_days: 365,
+  live,
+  version,
+});
+const points = [point(0, 0), point(10, 4), point(20, 6, 1, 1), point(20, 8, 1, 2), point(30, 99, 1, 1), point(30, 99, 0, 2), point(70, 2)];
 const health: HealthRow[] = ['offline', 'healthy'].map((status, i) => ({
   operator_id: operatorId,
   venue_id: venueId,
@@ -98,7 +117,8 @@ beforeAll(async () => {
   await insertEvents(server, [reported]);
   for (const e of engines) {
     await insert(e, 'occupancy_updates', occupancy);
-    await insert(e, 'visits', visits);
+    await insert(e, 'derived_visits', visits);
+    await insert(e, 'derived_occupancy', points);
     await insert(e, 'connector_health', health);
   }
 });
@@ -115,12 +135,18 @@ async function onBoth<T>(statement: ChSql): Promise<T[]> {
 }
 
 describe('the derived tables and queries on current ClickHouse and on 18.16', () => {
-  it('roll whole-venue occupancy updates into the occupancy key, and a connector count into occupancy_reported', async () => {
+  it('read the occupancy key from the derived history (newest version per instant), and a connector count from occupancy_reported', async () => {
     const plan = { operatorId, venueId, agg: 'SUM' as const, resolution: '1h' as const, fromSec: base / 1000 - 3600, toSec: base / 1000 + 7200, bucketSec: 3600 };
     const rows = await onBoth<{ key: string; t: number; value: number }>(telemetrySeriesSql({ ...plan, keys: ['occupancy', 'occupancy_reported'] }));
-    expect(rows.map((r) => [r.key, Number(r.value)])).toEqual([
-      ['occupancy', 12],
-      ['occupancy_reported', 33],
+    expect(rows.map((r) => [r.key, Number(r.t), Number(r.value)])).toEqual([
+      ['occupancy', base / 1000, 12],
+      ['occupancy', base / 1000 + 3600, 2],
+      ['occupancy_reported', base / 1000, 33],
+    ]);
+    const hours = await onBoth<{ t: number; mean: number; last: number; last_at: number }>(occupancyHoursSql({ operatorId, venueId, fromSec: base / 1000 - 3600, toSec: base / 1000 + 7200 }));
+    expect(hours.map((r) => [Number(r.t), Number(r.mean), Number(r.last), Number(r.last_at)])).toEqual([
+      [base / 1000, 4, 8, base / 1000 + 1200],
+      [base / 1000 + 3600, 2, 2, base / 1000 + 4200],
     ]);
   });
 
@@ -130,28 +156,57 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
       ['', 2, base + 1_200_000],
       [zoneId, 9, base + 1_800_000],
     ]);
-    const dwell = await onBoth<{ zone_id: string; bucket: number; visits: number }>(dwellHistogramSql({ operatorId, venueId, fromSec: base / 1000, toSec: base / 1000 + 3600 }));
+    const range = { fromMs: base, toMs: base + 3_600_000, nowMs: base + 36_000_000 };
+    const dwell = await onBoth<{ zone_id: string; bucket: number; visits: number }>(dwellHistogramSql({ operatorId, venueId, ...range }));
     expect(dwell.map((r) => [r.zone_id, r.bucket, r.visits])).toEqual([
-      ['', 0, 1],
+      ['', 0, 2],
       ['', 1, 1],
       ['', 2, 1],
       ['', 3, 1],
       [zoneId, 4, 1],
     ]);
-    const [avg] = await onBoth<{ avg_dwell: number }>(averageDwellSql({ operatorId, fromSec: base / 1000, toSec: base / 1000 + 3600 }));
-    expect(avg!.avg_dwell).toBe((100 + 400 + 1000 + 2000) / 4);
+    // Visits not yet closed at nowMs are not in dwell.
+    const early = await onBoth<{ zone_id: string; bucket: number; visits: number }>(dwellHistogramSql({ operatorId, venueId, ...range, nowMs: base + 1_400_000 }));
+    expect(early.map((r) => [r.zone_id, r.bucket, r.visits])).toEqual([
+      ['', 0, 2],
+      ['', 1, 1],
+    ]);
+    const [avg] = await onBoth<{ avg_dwell: number }>(averageDwellSql({ operatorId, ...range }));
+    expect(avg!.avg_dwell).toBe((100 + 400 + 1000 + 2000 + 10) / 5);
     const days = await onBoth<{ days: number; devices: number }>(visitDaysSql({ operatorId, venueId, fromDay: '2026-10-01', toDay: '2026-10-31' }));
     expect(days.map((r) => [r.days, r.devices])).toEqual([
-      [1, 1],
+      [1, 2],
       [2, 1],
     ]);
     const latest = await onBoth<{ integration_id: string; status: string; has_last_event: number }>(latestHealthSql({ operatorId, integrationIds: [integrationId], sinceSec: 0 }));
     expect(latest.map((r) => [r.integration_id, r.status, r.has_last_event])).toEqual([[integrationId, 'healthy', 1]]);
   });
 
+  it('cut visits out of raw sightings: a gap over 15 minutes or a departure ends one, passers-by are left out', async () => {
+    const device = deviceId('chdb-visitor');
+    const at = (minute: number, type: 'device_seen' | 'device_left' = 'device_seen', zone: string | null = null) =>
+      toRow(event({ operatorId, venueId, ts: base + minute * 60_000, type, device, zoneId: zone }), { topic, partition: 2, offset: String(minute), index: 0 }, { timezone: 'UTC', retentionDays: 365 });
+    const sightings = [at(0, 'device_seen', zoneId), at(5, 'device_seen', zoneId), at(30), at(32), at(33, 'device_left'), at(35), at(51, 'device_seen', zoneId)];
+    await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${sightings.map((r) => JSON.stringify(r)).join('\n')}`);
+    await insertEvents(server, sightings);
+    const statement = periodVisitsSql({ operatorId, venueId, fromMs: base, toMs: base + 50 * 60_000, gapMs: 900_000, minDwellMs: 120_000, minSightings: 2 });
+    // 18.16 quotes 64-bit integers in JSON, current ClickHouse does not.
+    const [current, old] = await Promise.all(
+      engines.map(async (e) =>
+        (await e.query<Record<string, string | number>>(statement.text)).map((v) => [v.zone_id, Number(v.start_ms) - base, Number(v.end_ms) - base, Number(v.closes_ms) - base, Number(v.sightings)]),
+      ),
+    );
+    expect(current, 'chdb and 18.16 agree').toEqual(old);
+    expect(current).toEqual([
+      ['', 0, 300_000, 1_200_000, 2],
+      ['', 1_800_000, 1_980_000, 1_980_000, 3],
+      [zoneId, 0, 300_000, 1_200_000, 2],
+    ]);
+  });
+
   it('partition the derived tables for the retention job', async () => {
     const parts = await engines[0]!.query<{ table: string; partition_id: string }>(activePartitionsSql().text);
-    for (const table of ['occupancy_updates', 'visits', 'visit_days', 'connector_health']) {
+    for (const table of ['occupancy_updates', 'connector_health', 'derived_visits', 'derived_occupancy']) {
       expect(parts.some((p) => p.table === table && /^365-\d{6,8}$/.test(p.partition_id)), table).toBe(true);
     }
   });

@@ -1,5 +1,5 @@
 /**
- * A processor process for the crash test: runs the occupancy and visits processors of the topic
+ * A processor process for the crash test: runs the occupancy processor of the topic
  * prefix in PROC_PREFIX (instance id `crash-test`) until SIGTERM; SIGKILL is the crash.
  */
 import { config } from '../../lib/config.js';
@@ -9,7 +9,6 @@ import { derivedTopicNames } from '../../lib/events.js';
 import { createDb } from '../../postgres/client.js';
 import { ProcessorRuntime, type Processor } from '../../pipeline/processors/runtime.js';
 import { createOccupancyProcessor } from '../../pipeline/processors/occupancy.js';
-import { createVisitsProcessor } from '../../pipeline/processors/visits.js';
 
 const cfg = config();
 const prefix = process.argv[2]!;
@@ -20,7 +19,6 @@ const events = `${prefix}.events.v1`;
 const derived = derivedTopicNames(prefix);
 const processors = [
   createOccupancyProcessor({ db, inputTopic: events, outputTopic: derived.occupancy }),
-  createVisitsProcessor({ db, inputTopic: events, outputTopic: derived.visits }),
 ] as Array<Processor<unknown>>;
 const runtimes = processors.map(
   (p) => new ProcessorRuntime(p, { kafka, log, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300 }),

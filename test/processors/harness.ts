@@ -89,7 +89,7 @@ export async function produce(h: ProcHarness, events: CanonicalEvent[]): Promise
   }
 }
 
-export function startProcessors(h: ProcHarness, only: Array<'occupancy' | 'visits' | 'health'>, tickMs = 300, outputBatchMs?: number): Promise<RunningProcessors> {
+export function startProcessors(h: ProcHarness, only: Array<'occupancy' | 'health'>, tickMs = 300, outputBatchMs?: number): Promise<RunningProcessors> {
   return runProcessors({
     kafka: h.kafka,
     db: h.db,

@@ -12,7 +12,7 @@ const prefix = `${testConfig().KAFKA_TOPIC_PREFIX}.pp-${randomUUID().slice(0, 8)
 beforeAll(async () => {
   h = await openProcHarness(prefix);
   pipeline = spawn(process.execPath, ['node_modules/vite-node/vite-node.mjs', 'apps/pipeline/main.ts'], {
-    env: { ...process.env, KAFKA_TOPIC_PREFIX: prefix, PROCESSOR_TICK_MS: '300', SHUTDOWN_TIMEOUT_MS: '20000' },
+    env: { ...process.env, KAFKA_TOPIC_PREFIX: prefix, PROCESSOR_TICK_MS: '300', DERIVE_INTERVAL_MS: '300', SHUTDOWN_TIMEOUT_MS: '20000' },
     stdio: 'ignore',
   });
 });
@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 describe('the pipeline process', () => {
-  it('derives live occupancy from door counts into telemetry, and shuts down in order on SIGTERM', async () => {
+  it('derives the occupancy history from door counts (the derive job), and shuts down in order on SIGTERM', async () => {
     const venue = await newVenue(h.db, { zones: [{ slug: 'door', type: 'entrance' }] });
     const now = Date.now();
     await produce(h, [
@@ -31,11 +31,11 @@ describe('the pipeline process', () => {
       event({ operatorId: venue.operatorId, venueId: venue.venueId, ts: now - 2000, type: 'exit', zoneId: venue.zones.door!, metrics: { exits: 1 } }),
     ]);
     const rows = await waitFor(
-      'occupancy in telemetry',
+      'the occupancy history',
       async () => {
         const got = await chRows<{ value: number }>(
           h.ch,
-          chsql`SELECT maxMerge(v_max) AS value FROM telemetry_1m WHERE venue_id = toUUID(${venue.venueId}) AND key = 'occupancy'`,
+          chsql`SELECT max(value) AS value FROM derived_occupancy WHERE venue_id = toUUID(${venue.venueId}) AND live = 1`,
         );
         return got.length > 0 && got[0]!.value === 3 ? got : undefined;
       },

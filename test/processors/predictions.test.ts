@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertOccupancy, type OccupancyRow } from '../../clickhouse/queries/derived.js';
+import { insertDerivedOccupancy, type DerivedOccupancyRow } from '../../clickhouse/queries/derive.js';
 import { predictOccupancy } from '../../domain/analytics/predictions.js';
 import { newVenue, openProcHarness, type ProcHarness } from './harness.js';
 
@@ -17,23 +16,17 @@ const now = Date.now();
 /** An hour two days ago: it and the same hour 1, 2 and 3 weeks earlier are the 4 samples of its weekday and hour. */
 const t0 = Math.floor((now - 2 * DAY) / HOUR) * HOUR;
 
-function row(v: { operatorId: string; venueId: string }, ts: number, value: number): OccupancyRow {
+function row(v: { operatorId: string; venueId: string }, ts: number, value: number): DerivedOccupancyRow {
   return {
     operator_id: v.operatorId,
     venue_id: v.venueId,
-    zone_id: '',
     ts: Math.floor(ts / 1000),
     ts_ms: ts % 1000,
     local_day: new Date(ts).toISOString().slice(0, 10),
     value,
-    capacity: null,
-    percent: null,
-    reason: 'flow',
-    clamped: 0,
     retention_days: 365,
-    kafka_topic: `predictions-${randomUUID()}`,
-    kafka_partition: 0,
-    kafka_offset: '0',
+    live: 1,
+    version: 1,
   };
 }
 
@@ -43,16 +36,17 @@ const nyHasUpdate = (hourStart: number) => (hourStart / HOUR) % 5 !== 0;
 
 beforeAll(async () => {
   h = await openProcHarness();
-  utc = await newVenue(h.db);
+  // Its daily reset half a day away from the sampled hour, so the figure holds on into the next hour.
+  utc = await newVenue(h.db, { resetHour: (new Date(t0).getUTCHours() + 12) % 24 });
   ny = await newVenue(h.db, { timezone: 'America/New_York' });
   quiet = await newVenue(h.db);
-  const rows: OccupancyRow[] = [];
+  const rows: DerivedOccupancyRow[] = [];
   // UTC: 10, 20, 30 in the three earlier weeks; two updates (40 and 60, mean 50) in the latest.
   [30, 20, 10].forEach((v, i) => rows.push(row(utc, t0 - (i + 1) * WEEK + 15 * MINUTE, v)));
   rows.push(row(utc, t0 + 5 * MINUTE, 40), row(utc, t0 + 45 * MINUTE, 60));
   const end = Math.floor(now / HOUR) * HOUR;
   for (let t = end - 30 * DAY; t < end; t += HOUR) if (nyHasUpdate(t)) rows.push(row(ny, t + 10 * MINUTE, nyValue(t)));
-  await insertOccupancy(h.ch, rows);
+  await insertDerivedOccupancy(h.ch, rows);
 });
 
 afterAll(async () => {
@@ -74,15 +68,15 @@ describe('occupancy predictions', () => {
     const got = await predictOccupancy(h, utc.operatorId, { id: utc.venueId, dayOfWeek: String(dayOfWeek), hour: String(hour) });
     // Samples 10, 20, 30, 50: mean 27.5; p25 = 10 + 0.75 × 10; p75 = 30 + 0.25 × 20; p95 = 30 + 0.85 × 20.
     expect(got).toEqual({ dayOfWeek, hour, mean: 27.5, p25: 17.5, p75: 35, p95: 47, sampleSize: 4 });
-    // The hour after has no updates: each week's figure holds on into it.
+    // The hour after has no updates: each week's last figure holds on into it (10, 20, 30 and 60, not the mean 50).
     const next = new Date(t0 + HOUR);
     expect(await predictOccupancy(h, utc.operatorId, { id: utc.venueId, dayOfWeek: next.getUTCDay(), hour: next.getUTCHours() })).toMatchObject({
-      mean: 27.5,
+      mean: 30,
       sampleSize: 4,
     });
   });
 
-  it('use venue-local weekdays and hours, DST included, over the last 28 days', async () => {
+  it('use venue-local weekdays and hours, DST included, over the last 28 days; an hour without figures holds the last one until the daily reset, then 0', async () => {
     const local = new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', weekday: 'short', hour: 'numeric', hourCycle: 'h23' });
     const days = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
     const end = Math.floor(now / HOUR) * HOUR;
@@ -90,9 +84,11 @@ describe('occupancy predictions', () => {
       const samples: number[] = [];
       let last: number | undefined;
       for (let t = end - 30 * DAY; t < end; t += HOUR) {
-        if (nyHasUpdate(t)) last = nyValue(t);
-        if (t < end - 28 * DAY) continue;
         const parts = Object.fromEntries(local.formatToParts(t).map((x) => [x.type, x.value]));
+        // The venue resets at 04:00 local: an hour starting then without a figure of its own reads 0.
+        if (nyHasUpdate(t)) last = nyValue(t);
+        else if (Number(parts.hour) === 4 && last !== undefined) last = 0;
+        if (t < end - 28 * DAY) continue;
         if (days.indexOf(parts.weekday!) === dayOfWeek && Number(parts.hour) === hour) samples.push(last!);
       }
       samples.sort((a, b) => a - b);

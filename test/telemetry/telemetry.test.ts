@@ -278,17 +278,20 @@ describe('telemetry across a plan change', () => {
     const changed = await request(`${api.url}/api/operators/${changer.id}/plan`, { method: 'PUT', headers: admin, json: { plan: 'pro' } });
     expect(changed.status, JSON.stringify(changed.body)).toBe(200);
     await sinkRun(after);
-    // Whole-venue occupancy comes from the occupancy processor's table, here in a class of its own.
+    // Whole-venue occupancy comes from the history derived from the raw table, here in a class of its own.
     await h.ch.insert({
-      table: 'occupancy_updates',
+      table: 'derived_occupancy',
       format: 'JSONEachRow',
       values: [{
-        operator_id: changer.id, venue_id: venueId, zone_id: '', ts: (hour + 5 * MINUTE) / 1000, ts_ms: 0,
-        local_day: new Date(hour).toISOString().slice(0, 10), value: 42, capacity: null, percent: null, reason: 'test',
-        clamped: 0, retention_days: 7, kafka_topic: 'telemetry-plan', kafka_partition: 0, kafka_offset: 0,
+        operator_id: changer.id, venue_id: venueId, ts: (hour + 5 * MINUTE) / 1000, ts_ms: 0,
+        local_day: new Date(hour).toISOString().slice(0, 10), value: 42, retention_days: 7, live: 1, version: 1,
       }],
     });
-    const classes = await h.ch.query({ query: `SELECT DISTINCT retention_days AS d FROM telemetry_1m WHERE venue_id = toUUID('${venueId}') ORDER BY d`, format: 'JSONEachRow' });
+    const classes = await h.ch.query({
+      query: `SELECT DISTINCT d FROM (SELECT retention_days AS d FROM telemetry_1m WHERE venue_id = toUUID('${venueId}')
+                                     UNION ALL SELECT retention_days AS d FROM derived_occupancy WHERE venue_id = toUUID('${venueId}')) ORDER BY d`,
+      format: 'JSONEachRow',
+    });
     expect(((await classes.json()) as Array<{ d: number }>).map((r) => r.d), 'the rows really are in three classes').toEqual([7, 90, 365]);
 
     const all = [...before, ...after];

@@ -52,7 +52,7 @@ export const analyticsOperations = [
       name: 'get_dwell',
       description:
         'How long visitors stay at one venue: counts of visits by dwell time in buckets 0-5m, 5-15m, 15-30m, 30-60m and 60m+, for the whole venue (zone_id "default") and each zone, ' +
-        'over visits that started in the last 24h, 7d (default), 30d or 90d. A visit ends after 15 minutes without a sighting of the device.',
+        'over ended visits that started in the last 24h, 7d (default), 30d or 90d. A visit ends after 15 minutes without a sighting of the device, at a departure, or at the venue\'s daily reset.',
       rename: { id: 'venue_id' },
     },
     handler: ({ params, query }, { deps, operator }) => venueDwell(deps.services, operator.id, { id: params.id, range: query.range }),
@@ -71,7 +71,7 @@ export const analyticsOperations = [
     tool: {
       name: 'get_visitor_scoring',
       description:
-        'Loyalty of one venue\'s visitors: unique devices segmented by the number of distinct venue-local days with a visit in the last 7d, 30d (default) or 90d: ' +
+        'Loyalty of one venue\'s visitors: unique devices segmented by the number of distinct visit days (the venue\'s days between daily resets, today\'s included) in the last 7d, 30d (default) or 90d: ' +
         'New (1 day), Returning (2-3), Regular (4-7), Loyal (8 or more), each with a count and a percentage of the total.',
       rename: { id: 'venue_id' },
     },

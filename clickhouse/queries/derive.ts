@@ -1,0 +1,190 @@
+import { chRows, chsql, insertRows, raw, type Ch, type ChSql } from '../client.js';
+import { operatorRows } from './operator-rows.js';
+
+/** The derive job's reads and writes (pipeline/derive/, migration 0010). */
+
+/** The marks inserted at or after `sinceSec`: which venue's flow or sighting events an insert stored, over which event-time range. */
+export function marksSinceSql(sinceSec: number): ChSql {
+  return chsql`SELECT toString(mark_id) AS mark_id, toString(operator_id) AS operator_id, toString(venue_id) AS venue_id,
+                      toUInt32(min_ts) AS min_ts, toUInt32(max_ts) AS max_ts, toUInt32(inserted_at) AS inserted_at
+                 FROM derive_marks WHERE inserted_at >= toDateTime(${sinceSec}, 'UTC')`;
+}
+
+export interface Mark {
+  mark_id: string;
+  operator_id: string;
+  venue_id: string;
+  min_ts: number;
+  max_ts: number;
+  inserted_at: number;
+}
+
+const marksOf = (rows: Mark[]): Mark[] => rows.map((r) => ({ ...r, min_ts: Number(r.min_ts), max_ts: Number(r.max_ts), inserted_at: Number(r.inserted_at) }));
+
+export async function marksSince(ch: Ch, sinceSec: number): Promise<Mark[]> {
+  return marksOf(await chRows<Mark>(ch, marksSinceSql(sinceSec)));
+}
+
+/** Every venue's stored flow and sighting events as marks (the first run rebuilds everything). */
+export async function allEventsAsMarks(ch: Ch): Promise<Mark[]> {
+  return marksOf(
+    await chRows<Mark>(
+      ch,
+      chsql`SELECT 'rebuild' AS mark_id, toString(operator_id) AS operator_id, toString(venue_id) AS venue_id,
+                   toUInt32(min(ts)) AS min_ts, toUInt32(max(ts)) AS max_ts, toUInt32(0) AS inserted_at
+              FROM events WHERE event_type IN ('device_seen', 'device_left', 'entry', 'exit', 'occupancy')
+             GROUP BY operator_id, venue_id ORDER BY venue_id`,
+    ),
+  );
+}
+
+/** The server's clock, epoch seconds: marks carry its time, so the cursor must too. */
+export async function serverNow(ch: Ch): Promise<number> {
+  const [row] = await chRows<{ now: number }>(ch, chsql`SELECT toUInt32(now()) AS now`);
+  return Number(row!.now);
+}
+
+export async function progressCursor(ch: Ch, name: string): Promise<number | undefined> {
+  const [row] = await chRows<{ cursor: number }>(ch, chsql`SELECT toUInt32(argMax(cursor, version)) AS cursor, count() AS n FROM derive_progress WHERE name = ${name} HAVING n > 0`);
+  return row ? Number(row.cursor) : undefined;
+}
+
+export async function saveProgress(ch: Ch, name: string, cursorSec: number, version: number): Promise<void> {
+  await insertRows(ch, 'derive_progress', [{ name, cursor: cursorSec, version }]);
+}
+
+/** A visit as derived: scope ('' = whole venue), device, times in epoch ms. */
+export interface DerivedVisit {
+  zone_id: string;
+  device: string;
+  start_ms: number;
+  end_ms: number;
+  closes_ms: number;
+  sightings: number;
+  randomized_mac: number;
+}
+
+/**
+ * The period's visits from its sightings (docs/processors.md#visits), per scope and device: sorted
+ * sightings (a `device_left` after a sighting of the same instant), a new visit wherever the gap to
+ * the previous one exceeds `gapMs` or the previous one was a `device_left`; only visits of at least
+ * `minSightings` sightings and `minDwellMs` are kept. One key per sighting, `ms * 2 + left`, sorts
+ * both at once (18.16 has no window functions: arrays instead).
+ */
+export function periodVisitsSql(q: { operatorId: string; venueId: string; fromMs: number; toMs: number; gapMs: number; minDwellMs: number; minSightings: number }): ChSql {
+  return chsql`SELECT zone_id, device, toUInt8(any(r)) AS randomized_mac,
+                      toUInt64(intDiv(min(k), 2)) AS start_ms, toUInt64(intDiv(max(k), 2)) AS end_ms,
+                      toUInt64(if(max(k) % 2 = 1, intDiv(max(k), 2), least(intDiv(max(k), 2) + ${q.gapMs}, ${q.toMs}))) AS closes_ms,
+                      toUInt32(count()) AS sightings
+                 FROM (SELECT zone_id, device, r, k, sid FROM (
+                         SELECT scope AS zone_id, device, any(randomized_mac) AS r, arraySort(groupArray(key)) AS ks,
+                                arrayCumSum(arrayMap((cur, prev, i) -> if(i = 1 OR intDiv(cur, 2) - intDiv(prev, 2) > ${q.gapMs} OR prev % 2 = 1, 1, 0),
+                                                     ks, arrayConcat([toUInt64(0)], arraySlice(ks, 1, length(ks) - 1)), arrayEnumerate(ks))) AS sids
+                           FROM (SELECT device, randomized_mac, (toUInt64(ts) * 1000 + ts_ms) * 2 + toUInt64(event_type = 'device_left') AS key, zone_id AS z
+                                   FROM events
+                                  WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+                                    AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
+                                    AND event_type IN ('device_seen', 'device_left') AND device != '')
+                          ARRAY JOIN if(z = '', [''], ['', z]) AS scope
+                          GROUP BY zone_id, device)
+                       ARRAY JOIN ks AS k, sids AS sid)
+                GROUP BY zone_id, device, sid
+               HAVING count() >= ${q.minSightings} AND intDiv(max(k), 2) - intDiv(min(k), 2) >= ${q.minDwellMs}
+                ORDER BY zone_id, device, start_ms`;
+}
+
+const visitsOf = (rows: DerivedVisit[]): DerivedVisit[] =>
+  rows.map((r) => ({ zone_id: r.zone_id, device: r.device, start_ms: Number(r.start_ms), end_ms: Number(r.end_ms), closes_ms: Number(r.closes_ms), sightings: Number(r.sightings), randomized_mac: Number(r.randomized_mac) }));
+
+export async function periodVisits(ch: Ch, q: Parameters<typeof periodVisitsSql>[0]): Promise<DerivedVisit[]> {
+  return visitsOf(await chRows<DerivedVisit>(ch, periodVisitsSql(q)));
+}
+
+/** The live visits stored for a venue's period (newest version per key). */
+export async function storedVisits(ch: Ch, q: { operatorId: string; venueId: string; day: string }): Promise<DerivedVisit[]> {
+  return visitsOf(
+    await chRows<DerivedVisit>(
+      ch,
+      chsql`SELECT zone_id, device, start_ms, argMax(end_ms, version) AS end_ms, argMax(closes_ms, version) AS closes_ms,
+                   argMax(sightings, version) AS sightings, argMax(randomized_mac, version) AS randomized_mac, argMax(live, version) AS alive
+              FROM derived_visits
+             WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND day = toDate(${q.day})
+             GROUP BY zone_id, device, start_ms HAVING alive = 1`,
+    ),
+  );
+}
+
+export interface DerivedVisitRow extends DerivedVisit {
+  operator_id: string;
+  venue_id: string;
+  day: string;
+  retention_days: number;
+  live: number;
+  version: number;
+}
+
+export const insertDerivedVisits = (ch: Ch, rows: DerivedVisitRow[]) => insertRows(ch, 'derived_visits', rows);
+
+/** A flow event of the period: time, zone, type, id and the metrics occupancy reads. */
+export interface FlowEventRow {
+  at: number;
+  zone_id: string;
+  event_type: string;
+  event_id: string;
+  occupancy: number | null;
+  entries: number | null;
+  exits: number | null;
+}
+
+const metric = (name: string) => raw(`if(has(metric_names, '${name}'), metric_values[indexOf(metric_names, '${name}')], NULL)`);
+
+export async function periodFlowEvents(ch: Ch, q: { operatorId: string; venueId: string; fromMs: number; toMs: number }): Promise<FlowEventRow[]> {
+  const rows = await chRows<FlowEventRow>(
+    ch,
+    chsql`SELECT toUInt64(ts) * 1000 + ts_ms AS at, zone_id, event_type, toString(event_id) AS event_id,
+                 ${metric('occupancy')} AS occupancy, ${metric('entries')} AS entries, ${metric('exits')} AS exits
+            FROM events
+           WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+             AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
+             AND event_type IN ('entry', 'exit', 'occupancy')`,
+  );
+  return rows.map((r) => ({ ...r, at: Number(r.at) }));
+}
+
+/** The live occupancy points stored for a venue in [fromMs, toMs). */
+export async function storedOccupancy(ch: Ch, q: { operatorId: string; venueId: string; fromMs: number; toMs: number }): Promise<Array<{ at: number; value: number }>> {
+  const rows = await chRows<{ at: number; value: number }>(
+    ch,
+    chsql`SELECT toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive
+            FROM derived_occupancy
+           WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+             AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
+           GROUP BY ts, ts_ms HAVING alive = 1`,
+  );
+  return rows.map((r) => ({ at: Number(r.at), value: Number(r.value) }));
+}
+
+export interface DerivedOccupancyRow {
+  operator_id: string;
+  venue_id: string;
+  ts: number;
+  ts_ms: number;
+  local_day: string;
+  value: number;
+  retention_days: number;
+  live: number;
+  version: number;
+}
+
+export const insertDerivedOccupancy = (ch: Ch, rows: DerivedOccupancyRow[]) => insertRows(ch, 'derived_occupancy', rows);
+
+/** Drops the marks' day partitions entirely older than `beforeSec`. */
+export async function dropOldMarks(ch: Ch, beforeSec: number): Promise<void> {
+  const old = await chRows<{ partition_id: string }>(
+    ch,
+    chsql`SELECT DISTINCT partition_id FROM system.parts
+           WHERE database = currentDatabase() AND table = 'derive_marks' AND active
+             AND partition_id < toString(toYYYYMMDD(toDateTime(${beforeSec}, 'UTC')))`,
+  );
+  for (const { partition_id } of old) await ch.command({ query: chsql`ALTER TABLE derive_marks DROP PARTITION ID ${partition_id}`.text });
+}

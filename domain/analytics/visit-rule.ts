@@ -1,0 +1,11 @@
+/**
+ * What makes a visit (docs/processors.md#visits): a device's sightings in one scope (the whole
+ * venue, or a zone) within one reset period, with no gap longer than VISIT_GAP_MS and no
+ * `device_left` in between. It counts when it has MIN_SIGHTINGS sightings and lasts MIN_DWELL_MS.
+ */
+
+/** Cloud4Wi's default, within the 10–20 minutes Cisco Spaces and Meraki-style analytics use. */
+export const VISIT_GAP_MS = 15 * 60_000;
+/** Analytics4WiFi's and Cloud4Wi's minimum: shorter visits are passers-by. */
+export const MIN_DWELL_MS = 2 * 60_000;
+export const MIN_SIGHTINGS = 2;

@@ -1,0 +1,181 @@
+import type pg from 'pg';
+import type { Ch } from '../../clickhouse/client.js';
+import { allEventsAsMarks, dropOldMarks, marksSince, progressCursor, saveProgress, serverNow, type Mark } from '../../clickhouse/queries/derive.js';
+import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Db } from '../../postgres/client.js';
+import { venueProcessorContexts } from '../../postgres/queries/venues.js';
+import { periodsBetween } from './periods.js';
+import { recomputePeriod, type VenueDeriveContext } from './recompute.js';
+
+/**
+ * The derive job (docs/processors.md#derived-from-the-raw-table): every `intervalMs` it reads the
+ * marks that inserts into the raw table left since its last round, and recomputes the visits and
+ * the occupancy history of every venue period they touched from the raw events. A late event, a
+ * backfill of last week or a re-delivery is reflected the same way as an event on time: the answer
+ * is a function of the stored events alone. One pipeline process at a time runs it (a Postgres
+ * advisory lock); the others stand by and take over when it goes.
+ */
+
+export interface DeriveStats {
+  rounds: number;
+  failures: number;
+  periods: number;
+  rowsWritten: number;
+  /** Seconds between the newest mark read and the start of the last successful round. */
+  lastRoundMs: number;
+  /** The cursor's age at the end of the last successful round, seconds (0 while leading and current). */
+  lagSeconds: number;
+  leading: boolean;
+}
+
+export interface DeriveJobOptions {
+  ch: Ch;
+  db: Db;
+  log: Logger;
+  intervalMs: number;
+  /** The progress row's name (tests run several jobs on one database). */
+  name?: string;
+}
+
+export interface RunningDerive {
+  readonly stats: DeriveStats;
+  /** One round now (tests); resolves when it is done. */
+  runOnce(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Marks are read again for this long after the cursor: an insert's marks become visible when the insert commits, a little after their time. */
+export const MARK_OVERLAP_S = 30;
+/** Marks older than this behind the cursor are dropped (by day partition). */
+const MARK_KEEP_S = 2 * 86_400;
+const LOCK_KEY = 0x64657276; // 'derv'
+
+/** One mark per venue (and operator) spanning all of its marks' event times. */
+function byVenue(marks: Mark[]): Mark[] {
+  const out = new Map<string, Mark>();
+  for (const m of marks) {
+    const key = `${m.venue_id}|${m.operator_id}`;
+    const o = out.get(key);
+    if (!o) out.set(key, { ...m });
+    else {
+      o.min_ts = Math.min(o.min_ts, m.min_ts);
+      o.max_ts = Math.max(o.max_ts, m.max_ts);
+    }
+  }
+  return [...out.values()];
+}
+
+export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
+  const name = opts.name ?? 'derive';
+  const log = opts.log.child({ component: 'derive' });
+  const stats: DeriveStats = { rounds: 0, failures: 0, periods: 0, rowsWritten: 0, lastRoundMs: 0, lagSeconds: 0, leading: false };
+  let lock: pg.PoolClient | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let stopped = false;
+  /** Marks of the overlap already recomputed (id → insert time): each is handled once while this process leads. */
+  const seen = new Map<string, number>();
+
+  const lead = async (): Promise<boolean> => {
+    if (lock) return true;
+    const client = await opts.db.connect();
+    try {
+      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [LOCK_KEY]);
+      if (!rows[0]?.ok) {
+        client.release();
+        return false;
+      }
+    } catch (err) {
+      client.release(err as Error);
+      throw err;
+    }
+    // A broken connection loses the lock: give it up and try again next round.
+    client.on('error', (err) => {
+      log.warn({ err: err.message }, 'derive: lost the leader connection; another process may take over');
+      if (lock === client) lock = undefined;
+    });
+    lock = client;
+    log.info('derive: leading (recomputes visits and occupancy history from the raw table)');
+    return true;
+  };
+
+  const contexts = async (marks: Mark[]): Promise<Map<string, VenueDeriveContext>> => {
+    const out = new Map<string, VenueDeriveContext>();
+    if (marks.length === 0) return out;
+    for (const v of await venueProcessorContexts(opts.db, marks.map((m) => m.venue_id))) {
+      if (!v.is_active) continue;
+      out.set(v.id, {
+        operatorId: v.operator_id,
+        venueId: v.id,
+        timezone: v.timezone,
+        resetHour: v.occupancy_reset_hour,
+        retentionDays: PLAN_LIMITS[v.plan].retentionDays,
+        zones: new Map(v.zones.map((z) => [z.id, z.type])),
+      });
+    }
+    return out;
+  };
+
+  const round = async () => {
+    stats.leading = await lead();
+    if (!stats.leading) return;
+    const started = Date.now();
+    const cursor = await progressCursor(opts.ch, name);
+    const now = await serverNow(opts.ch);
+    const fresh = (cursor === undefined ? await allEventsAsMarks(opts.ch) : await marksSince(opts.ch, cursor - MARK_OVERLAP_S)).filter((m) => !seen.has(m.mark_id));
+    const marks = byVenue(fresh);
+    const venues = await contexts(marks);
+    let periods = 0;
+    let rows = 0;
+    for (const m of marks) {
+      const v = venues.get(m.venue_id);
+      // A deleted venue keeps its history as it was; events of another operator's venue never count.
+      if (!v || v.operatorId !== m.operator_id) continue;
+      for (const p of periodsBetween(m.min_ts * 1000, m.max_ts * 1000 + 999, v.resetHour, v.timezone)) {
+        const written = await recomputePeriod(opts.ch, v, p);
+        periods++;
+        rows += written.visits + written.occupancy;
+      }
+    }
+    await saveProgress(opts.ch, name, now, Date.now());
+    for (const m of fresh) seen.set(m.mark_id, m.inserted_at);
+    for (const [id, at] of seen) if (at < now - 2 * MARK_OVERLAP_S) seen.delete(id);
+    if (cursor === undefined || Math.floor(cursor / 3600) !== Math.floor(now / 3600)) await dropOldMarks(opts.ch, now - MARK_KEEP_S);
+    stats.rounds++;
+    stats.periods += periods;
+    stats.rowsWritten += rows;
+    stats.lastRoundMs = Date.now() - started;
+    stats.lagSeconds = Math.max(0, Math.round(Date.now() / 1000) - now);
+    if (cursor === undefined) log.info({ venues: marks.length, periods, rows }, 'derive: first run rebuilt every stored venue period');
+  };
+
+  const runOnce = () => {
+    running = running.then(round).catch((err: unknown) => {
+      stats.failures++;
+      log.warn({ err: (err as Error).message }, 'derive: round failed; its marks are read again next round');
+    });
+    return running;
+  };
+
+  // The next round starts an interval after the previous one ended, so a slow round never overlaps the next.
+  let timer: NodeJS.Timeout | undefined;
+  const loop = () => {
+    timer = setTimeout(() => void runOnce().then(() => !stopped && loop()), opts.intervalMs);
+  };
+  loop();
+
+  return {
+    stats,
+    runOnce,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+      if (lock) {
+        // Destroyed, not pooled: the connection holds the lock.
+        lock.release(true);
+        lock = undefined;
+      }
+    },
+  };
+}

@@ -1,0 +1,117 @@
+import type { Ch } from '../../clickhouse/client.js';
+import {
+  insertDerivedOccupancy,
+  insertDerivedVisits,
+  periodFlowEvents,
+  periodVisits,
+  storedOccupancy,
+  storedVisits,
+  type DerivedVisit,
+  type FlowEventRow,
+} from '../../clickhouse/queries/derive.js';
+import { compareFlows, flowOf, periodSeries, type Flow } from '../../domain/analytics/occupancy-rule.js';
+import { MIN_DWELL_MS, MIN_SIGHTINGS, VISIT_GAP_MS } from '../../domain/analytics/visit-rule.js';
+import { dayString, localDayNumber } from '../../domain/telemetry/calendar.js';
+import type { Period } from './periods.js';
+
+/** What the derive job knows of a venue (from Postgres). */
+export interface VenueDeriveContext {
+  operatorId: string;
+  venueId: string;
+  timezone: string;
+  resetHour: number;
+  retentionDays: number;
+  /** Active zones by id, with their type: door zones count for the venue, others for themselves. */
+  zones: Map<string, string>;
+}
+
+/** Rows written by one recomputation. */
+export interface Written {
+  visits: number;
+  occupancy: number;
+}
+
+/** Versions only grow, even when two recomputations fall in one millisecond. */
+let lastVersion = 0;
+const nextVersion = () => (lastVersion = Math.max(Date.now(), lastVersion + 1));
+
+/** The rows that make the stored set equal the computed one: changed or new rows, and removals. */
+function changes<T>(computed: T[], stored: T[], key: (t: T) => string, same: (a: T, b: T) => boolean): { upserts: T[]; removed: T[] } {
+  const before = new Map(stored.map((s) => [key(s), s]));
+  const upserts: T[] = [];
+  for (const c of computed) {
+    const k = key(c);
+    const s = before.get(k);
+    before.delete(k);
+    if (!s || !same(s, c)) upserts.push(c);
+  }
+  return { upserts, removed: [...before.values()] };
+}
+
+const visitKey = (v: DerivedVisit) => `${v.zone_id}|${v.device}|${v.start_ms}`;
+const sameVisit = (a: DerivedVisit, b: DerivedVisit) => a.end_ms === b.end_ms && a.closes_ms === b.closes_ms && a.sightings === b.sightings && a.randomized_mac === b.randomized_mac;
+
+/** A period's visits from the raw sightings, written where they differ from what is stored. */
+export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period): Promise<number> {
+  const scope = { operatorId: v.operatorId, venueId: v.venueId };
+  const [computed, stored] = await Promise.all([
+    periodVisits(ch, { ...scope, fromMs: p.start, toMs: p.end, gapMs: VISIT_GAP_MS, minDwellMs: MIN_DWELL_MS, minSightings: MIN_SIGHTINGS }),
+    storedVisits(ch, { ...scope, day: p.day }),
+  ]);
+  const { upserts, removed } = changes(computed, stored, visitKey, sameVisit);
+  if (upserts.length + removed.length === 0) return 0;
+  const version = nextVersion();
+  const row = (x: DerivedVisit, live: number) => ({ operator_id: v.operatorId, venue_id: v.venueId, day: p.day, ...x, retention_days: v.retentionDays, live, version });
+  await insertDerivedVisits(ch, [...upserts.map((x) => row(x, 1)), ...removed.map((x) => row(x, 0))]);
+  return upserts.length + removed.length;
+}
+
+/**
+ * The change an event makes to the whole venue's count (docs/processors.md#occupancy); events at
+ * an area or counter zone, or at a zone no longer active, do not count for the venue.
+ */
+export function venueFlowOf(e: FlowEventRow, zones: Map<string, string>): Flow | undefined {
+  if (e.zone_id !== '') {
+    const type = zones.get(e.zone_id);
+    if (type !== 'entrance' && type !== 'exit') return undefined;
+  }
+  const flow = flowOf(e.event_type, e);
+  return flow && { ts: e.at, id: e.event_id, ...flow };
+}
+
+/** The whole venue's occupancy points of a period: its start at 0, then the figure after each instant with flows. */
+export function occupancyPoints(flows: Flow[], p: Period): Array<{ at: number; value: number }> {
+  if (flows.length === 0) return [];
+  const series = periodSeries([...flows].sort(compareFlows));
+  const points = series[0]!.ts === p.start ? [] : [{ at: p.start, value: 0 }];
+  for (const s of series) points.push({ at: s.ts, value: s.value });
+  return points;
+}
+
+/** A period's occupancy history from the raw door events, written where it differs from what is stored. */
+export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period): Promise<number> {
+  const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs: p.start, toMs: p.end };
+  const [events, stored] = await Promise.all([periodFlowEvents(ch, range), storedOccupancy(ch, range)]);
+  const flows = events.map((e) => venueFlowOf(e, v.zones)).filter((f): f is Flow => f !== undefined);
+  const { upserts, removed } = changes(occupancyPoints(flows, p), stored, (x) => String(x.at), (a, b) => a.value === b.value);
+  if (upserts.length + removed.length === 0) return 0;
+  const version = nextVersion();
+  const row = (x: { at: number; value: number }, live: number) => ({
+    operator_id: v.operatorId,
+    venue_id: v.venueId,
+    ts: Math.floor(x.at / 1000),
+    ts_ms: x.at % 1000,
+    local_day: dayString(localDayNumber(x.at, v.timezone)),
+    value: x.value,
+    retention_days: v.retentionDays,
+    live,
+    version,
+  });
+  await insertDerivedOccupancy(ch, [...upserts.map((x) => row(x, 1)), ...removed.map((x) => row(x, 0))]);
+  return upserts.length + removed.length;
+}
+
+export async function recomputePeriod(ch: Ch, v: VenueDeriveContext, p: Period): Promise<Written> {
+  const [visits, occupancy] = await Promise.all([recomputeVisits(ch, v, p), recomputeOccupancy(ch, v, p)]);
+  return { visits, occupancy };
+}
