@@ -64,6 +64,24 @@ export interface DerivedVisit {
   randomized_mac: number;
 }
 
+/** What a recomputation covers: a venue's period, and the devices seen in [seenFromMs, seenToMs] (their visits alone can have changed). */
+export interface VisitScope {
+  operatorId: string;
+  venueId: string;
+  fromMs: number;
+  toMs: number;
+  seenFromMs: number;
+  seenToMs: number;
+}
+
+/** The devices with a sighting stored in the venue's marked range. */
+function devicesSeen(q: VisitScope): ChSql {
+  return chsql`(SELECT DISTINCT device FROM events
+                 WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+                   AND ts >= toDateTime(${Math.floor(q.seenFromMs / 1000)}, 'UTC') AND ts <= toDateTime(${Math.floor(q.seenToMs / 1000)}, 'UTC')
+                   AND event_type IN ('device_seen', 'device_left') AND device != '')`;
+}
+
 /**
  * The period's visits from its sightings (docs/processors.md#visits), per scope and device: sorted
  * sightings (a `device_left` after a sighting of the same instant), a new visit wherever the gap to
@@ -71,7 +89,7 @@ export interface DerivedVisit {
  * `minSightings` sightings and `minDwellMs` are kept. One key per sighting, `ms * 2 + left`, sorts
  * both at once (18.16 has no window functions: arrays instead).
  */
-export function periodVisitsSql(q: { operatorId: string; venueId: string; fromMs: number; toMs: number; gapMs: number; minDwellMs: number; minSightings: number }): ChSql {
+export function periodVisitsSql(q: VisitScope & { gapMs: number; minDwellMs: number; minSightings: number }): ChSql {
   return chsql`SELECT zone_id, device, toUInt8(any(r)) AS randomized_mac,
                       toUInt64(intDiv(min(k), 2)) AS start_ms, toUInt64(intDiv(max(k), 2)) AS end_ms,
                       toUInt64(if(max(k) % 2 = 1, intDiv(max(k), 2), least(intDiv(max(k), 2) + ${q.gapMs}, ${q.toMs}))) AS closes_ms,
@@ -84,7 +102,8 @@ export function periodVisitsSql(q: { operatorId: string; venueId: string; fromMs
                                    FROM events
                                   WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
                                     AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
-                                    AND event_type IN ('device_seen', 'device_left') AND device != '')
+                                    AND event_type IN ('device_seen', 'device_left') AND device != ''
+                                    AND device IN ${devicesSeen(q)})
                           ARRAY JOIN if(z = '', [''], ['', z]) AS scope
                           GROUP BY zone_id, device)
                        ARRAY JOIN ks AS k, sids AS sid)
@@ -100,8 +119,8 @@ export async function periodVisits(ch: Ch, q: Parameters<typeof periodVisitsSql>
   return visitsOf(await chRows<DerivedVisit>(ch, periodVisitsSql(q)));
 }
 
-/** The live visits stored for a venue's period (newest version per key). */
-export async function storedVisits(ch: Ch, q: { operatorId: string; venueId: string; day: string }): Promise<DerivedVisit[]> {
+/** The live visits stored for a venue's period (newest version per key) of the devices seen in the marked range. */
+export async function storedVisits(ch: Ch, q: VisitScope & { day: string }): Promise<DerivedVisit[]> {
   return visitsOf(
     await chRows<DerivedVisit>(
       ch,
@@ -109,6 +128,7 @@ export async function storedVisits(ch: Ch, q: { operatorId: string; venueId: str
                    argMax(sightings, version) AS sightings, argMax(randomized_mac, version) AS randomized_mac, argMax(live, version) AS alive
               FROM derived_visits
              WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND day = toDate(${q.day})
+               AND device IN ${devicesSeen(q)}
              GROUP BY zone_id, device, start_ms HAVING alive = 1`,
     ),
   );

@@ -131,8 +131,9 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
       const v = venues.get(m.venue_id);
       // A deleted venue keeps its history as it was; events of another operator's venue never count.
       if (!v || v.operatorId !== m.operator_id) continue;
-      for (const p of periodsBetween(m.min_ts * 1000, m.max_ts * 1000 + 999, v.resetHour, v.timezone)) {
-        const written = await recomputePeriod(opts.ch, v, p);
+      const [seenFrom, seenTo] = [m.min_ts * 1000, m.max_ts * 1000 + 999];
+      for (const p of periodsBetween(seenFrom, seenTo, v.resetHour, v.timezone)) {
+        const written = await recomputePeriod(opts.ch, v, p, seenFrom, seenTo);
         periods++;
         rows += written.visits + written.occupancy;
       }

@@ -51,11 +51,15 @@ function changes<T>(computed: T[], stored: T[], key: (t: T) => string, same: (a:
 const visitKey = (v: DerivedVisit) => `${v.zone_id}|${v.device}|${v.start_ms}`;
 const sameVisit = (a: DerivedVisit, b: DerivedVisit) => a.end_ms === b.end_ms && a.closes_ms === b.closes_ms && a.sightings === b.sightings && a.randomized_mac === b.randomized_mac;
 
-/** A period's visits from the raw sightings, written where they differ from what is stored. */
-export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period): Promise<number> {
-  const scope = { operatorId: v.operatorId, venueId: v.venueId };
+/**
+ * A period's visits from the raw sightings, written where they differ from what is stored. Only
+ * the devices seen in [seenFrom, seenTo] (the marked range) are recomputed: a device's visits
+ * depend on its own sightings alone, and the others' did not change.
+ */
+export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom: number, seenTo: number): Promise<number> {
+  const scope = { operatorId: v.operatorId, venueId: v.venueId, fromMs: p.start, toMs: p.end, seenFromMs: Math.max(seenFrom, p.start), seenToMs: Math.min(seenTo, p.end - 1) };
   const [computed, stored] = await Promise.all([
-    periodVisits(ch, { ...scope, fromMs: p.start, toMs: p.end, gapMs: VISIT_GAP_MS, minDwellMs: MIN_DWELL_MS, minSightings: MIN_SIGHTINGS }),
+    periodVisits(ch, { ...scope, gapMs: VISIT_GAP_MS, minDwellMs: MIN_DWELL_MS, minSightings: MIN_SIGHTINGS }),
     storedVisits(ch, { ...scope, day: p.day }),
   ]);
   const { upserts, removed } = changes(computed, stored, visitKey, sameVisit);
@@ -111,7 +115,8 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
   return upserts.length + removed.length;
 }
 
-export async function recomputePeriod(ch: Ch, v: VenueDeriveContext, p: Period): Promise<Written> {
-  const [visits, occupancy] = await Promise.all([recomputeVisits(ch, v, p), recomputeOccupancy(ch, v, p)]);
+/** A venue period whose events in [seenFrom, seenTo] (epoch ms) changed. */
+export async function recomputePeriod(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom: number, seenTo: number): Promise<Written> {
+  const [visits, occupancy] = await Promise.all([recomputeVisits(ch, v, p, seenFrom, seenTo), recomputeOccupancy(ch, v, p)]);
   return { visits, occupancy };
 }

@@ -90,7 +90,7 @@ const seen = { visits: 0, points: 0 };
 describe('figures derived from the raw table', () => {
   it('equal an independent recomputation whatever the delivery order, pieces and neighbours', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(visitArb, { maxLength: 10 }), fc.array(doorArb, { maxLength: 30 }), deliveryArb, async (visits, doors, delivery) => {
+      fc.asyncProperty(fc.array(visitArb, { minLength: 2, maxLength: 10 }), fc.array(doorArb, { minLength: 5, maxLength: 30 }), deliveryArb, async (visits, doors, delivery) => {
         const a = await newVenue(db, { timezone: TZ, resetHour: RESET, zones: [{ slug: 'door', type: 'entrance' }, { slug: 'hall', type: 'area', capacity: 30 }] });
         const b = await newVenue(db, { timezone: 'UTC', zones: [{ slug: 'door', type: 'entrance' }] });
         const mine = { operatorId: a.operatorId, venueId: a.venueId };
@@ -167,8 +167,8 @@ describe('figures derived from the raw table', () => {
       { numRuns: 10 },
     );
     // The generated cases were not all empty.
-    expect(seen.visits).toBeGreaterThan(20);
-    expect(seen.points).toBeGreaterThan(50);
+    expect(seen.visits).toBeGreaterThan(10);
+    expect(seen.points).toBeGreaterThan(30);
   }, 300_000);
 });
 

@@ -182,26 +182,33 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
     expect(latest.map((r) => [r.integration_id, r.status, r.has_last_event])).toEqual([[integrationId, 'healthy', 1]]);
   });
 
-  it('cut visits out of raw sightings: a gap over 15 minutes or a departure ends one, passers-by are left out', async () => {
-    const device = deviceId('chdb-visitor');
-    const at = (minute: number, type: 'device_seen' | 'device_left' = 'device_seen', zone: string | null = null) =>
-      toRow(event({ operatorId, venueId, ts: base + minute * 60_000, type, device, zoneId: zone }), { topic, partition: 2, offset: String(minute), index: 0 }, { timezone: 'UTC', retentionDays: 365 });
-    const sightings = [at(0, 'device_seen', zoneId), at(5, 'device_seen', zoneId), at(30), at(32), at(33, 'device_left'), at(35), at(51, 'device_seen', zoneId)];
+  it('cut visits out of raw sightings: a gap over 15 minutes or a departure ends one, passers-by are left out; only devices seen in the marked range', async () => {
+    const at = (name: string, minute: number, type: 'device_seen' | 'device_left' = 'device_seen', zone: string | null = null) =>
+      toRow(event({ operatorId, venueId, ts: base + minute * 60_000, type, device: deviceId(name), zoneId: zone }), { topic, partition: 2, offset: String(minute * 10 + name.length), index: 0 }, { timezone: 'UTC', retentionDays: 365 });
+    const v = 'chdb-visitor';
+    const sightings = [at(v, 0, 'device_seen', zoneId), at(v, 5, 'device_seen', zoneId), at(v, 30), at(v, 32), at(v, 33, 'device_left'), at(v, 35), at(v, 51, 'device_seen', zoneId), at('chdb-other', 10), at('chdb-other', 14)];
     await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${sightings.map((r) => JSON.stringify(r)).join('\n')}`);
     await insertEvents(server, sightings);
-    const statement = periodVisitsSql({ operatorId, venueId, fromMs: base, toMs: base + 50 * 60_000, gapMs: 900_000, minDwellMs: 120_000, minSightings: 2 });
-    // 18.16 quotes 64-bit integers in JSON, current ClickHouse does not.
-    const [current, old] = await Promise.all(
-      engines.map(async (e) =>
-        (await e.query<Record<string, string | number>>(statement.text)).map((v) => [v.zone_id, Number(v.start_ms) - base, Number(v.end_ms) - base, Number(v.closes_ms) - base, Number(v.sightings)]),
-      ),
-    );
-    expect(current, 'chdb and 18.16 agree').toEqual(old);
-    expect(current).toEqual([
+    const visits = async (seenFromMs: number, seenToMs: number) => {
+      const statement = periodVisitsSql({ operatorId, venueId, fromMs: base, toMs: base + 50 * 60_000, seenFromMs, seenToMs, gapMs: 900_000, minDwellMs: 120_000, minSightings: 2 });
+      // 18.16 quotes 64-bit integers in JSON, current ClickHouse does not.
+      const [current, old] = await Promise.all(
+        engines.map(async (e) =>
+          (await e.query<Record<string, string | number>>(statement.text)).map((x) => [x.zone_id, Number(x.start_ms) - base, Number(x.end_ms) - base, Number(x.closes_ms) - base, Number(x.sightings)]),
+        ),
+      );
+      expect(current, 'chdb and 18.16 agree').toEqual(old);
+      return current;
+    };
+    const visitor = [
       ['', 0, 300_000, 1_200_000, 2],
       ['', 1_800_000, 1_980_000, 1_980_000, 3],
       [zoneId, 0, 300_000, 1_200_000, 2],
-    ]);
+    ];
+    const sorted = (rows: unknown[][]) => rows.map((r) => JSON.stringify(r)).sort();
+    expect(sorted(await visits(base, base + 50 * 60_000))).toEqual(sorted([...visitor, ['', 600_000, 840_000, 1_740_000, 2]]));
+    // Marked 30 to 33 minutes in: the visitor was seen then (all of its visits), the other device was not.
+    expect(await visits(base + 30 * 60_000, base + 33 * 60_000)).toEqual(visitor);
   });
 
   it('partition the derived tables for the retention job', async () => {
