@@ -14,7 +14,8 @@ import { VenueInfos, type VenueInfo, type VenueLookup } from './venues.js';
  * - The venue's count takes events with no zone or at an `entrance`/`exit` zone; an `area` or
  *   `counter` zone's count takes events at that zone only.
  * - Clock per scope: a scope's current period is the reset period (the venue's
- *   `occupancy_reset_hour`, local time, DST-correct) of the newest event seen for it. An event of a
+ *   `occupancy_reset_hour`, local time, DST-correct) of the newest event seen for it. An event of
+ *   a period that had ended when ingest received it is skipped (`earlier_day`). An event of a
  *   later period starts that period (a `reset` update at its start, the figure from 0); once the
  *   processor is caught up, the wall clock does the same for a scope whose period has ended. An
  *   event of an earlier period is skipped (`earlier_day`: that day's history is derived from the
@@ -755,6 +756,14 @@ export function createOccupancyProcessor(opts: OccupancyProcessorOptions): Proce
           const tz = c.info.timezone;
           const hour = c.info.occupancy_reset_hour;
           let s = state.scopes.get(key);
+          // "Now" is the day ingest received the event in: an event of a day that had already ended
+          // then (a backfill, a connector hours behind across the reset) is that day's history, not
+          // live. Decided from the event alone, so a replay decides the same.
+          const current = s !== undefined && c.ts >= s.period && c.ts < endOf(s) && e.receivedAt < endOf(s);
+          if (!current && e.receivedAt >= nextPeriodStart(periodStart(c.ts, hour, tz), hour, tz)) {
+            report(c.scope.venueId, 'earlier_day');
+            continue;
+          }
           if (!s) {
             state.scopes.set(key, (s = newScope(key)));
             const p = periodStart(c.ts, hour, tz);

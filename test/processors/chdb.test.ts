@@ -198,7 +198,7 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
         ),
       );
       expect(current, 'chdb and 18.16 agree').toEqual(old);
-      return current;
+      return current!;
     };
     const visitor = [
       ['', 0, 300_000, 1_200_000, 2],

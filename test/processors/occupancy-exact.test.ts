@@ -75,7 +75,8 @@ const hex = (n: number, width: number) => n.toString(16).padStart(width, '0');
 /** A random-looking (version 4) id, or one derived from a connector's id (version 5), unique per `n`. */
 const idOf = (n: number, derived: boolean) => `${hex(n, 8)}-0000-${derived ? '5' : '4'}000-8000-${hex(n * 7919, 12)}`;
 
-function eventOf(f: Flow, n: number, receivedAt = Date.UTC(2026, 2, 13)): CanonicalEvent {
+/** An event as ingest stamps it, received at its own time unless `receivedAt` says otherwise. */
+function eventOf(f: Flow, n: number, receivedAt?: number): CanonicalEvent {
   const venueId = f.scope === 'b' ? B : A;
   const ts = (f.scope === 'b' ? B0 : A0) + f.minute * MINUTE + f.ms;
   const metrics =
@@ -88,7 +89,7 @@ function eventOf(f: Flow, n: number, receivedAt = Date.UTC(2026, 2, 13)): Canoni
     connectorType: 'density',
     type: f.kind === 'exit' ? 'exit' : f.kind === 'count' ? 'occupancy' : 'entry',
     ts,
-    receivedAt,
+    receivedAt: receivedAt ?? ts,
     device: null,
     randomizedMac: false,
     metrics,
@@ -202,7 +203,8 @@ function deliver(deliveries: CanonicalEvent[], random: () => number, maxRequest 
   const messages: InputMessage[] = [];
   for (let i = 0; i < deliveries.length; ) {
     const n = 1 + Math.floor(random() * maxRequest);
-    const request = deliveries.slice(i, i + n).map((e) => ({ ...e, receivedAt: Date.UTC(2026, 2, 13) + i }));
+    // Received within its own day: how late it comes is the delivery order's business here.
+    const request = deliveries.slice(i, i + n).map((e) => ({ ...e, receivedAt: e.ts }));
     for (const m of encodeEventMessages(request)) messages.push({ topic: 'events', partition: 0, offset: String(messages.length), value: m.value, headers: m.headers });
     i += n;
   }
@@ -217,7 +219,8 @@ function deliver(deliveries: CanonicalEvent[], random: () => number, maxRequest 
 
 /** One request: its events in one message (they share the envelope). */
 function requestOf(events: CanonicalEvent[]): InputMessage[] {
-  const messages = encodeEventMessages(events);
+  // One request has one receipt time: the first event's.
+  const messages = encodeEventMessages(events.map((e) => ({ ...e, receivedAt: events[0]!.receivedAt })));
   expect(messages).toHaveLength(1);
   return messages.map((m, i) => ({ topic: 'events', partition: 0, offset: String(i), value: m.value, headers: m.headers }));
 }
@@ -447,7 +450,7 @@ describe('occupancy processor, exact live figure (no engines)', () => {
   it('keeps every changelog entry under the broker’s 1 MB: a chunk too large for one keeps only its effect', async () => {
     const run = new Run();
     // 40,000 entries with derived ids in one minute: 16 bytes of id each.
-    const events = Array.from({ length: 40_000 }, (_, i) => eventOf({ scope: 'hall', kind: 'entry', amount: 1, minute: 3, ms: Math.floor(i * 1.5), derived: true, copies: 0 }, i));
+    const events = Array.from({ length: 40_000 }, (_, i) => eventOf({ scope: 'hall', kind: 'entry', amount: 1, minute: 3, ms: Math.floor(i * 1.5), derived: true, copies: 0 }, i, A0 + 4 * MINUTE));
     const messages: InputMessage[] = [];
     for (let i = 0; i < events.length; i += 1000) {
       for (const m of encodeEventMessages(events.slice(i, i + 1000))) messages.push({ topic: 'events', partition: 0, offset: String(messages.length), value: m.value, headers: m.headers });
@@ -498,6 +501,19 @@ describe('occupancy processor, exact live figure (no engines)', () => {
     for (const batch of deliver([f(120, 1, 2), f(24 * 60 + 40, 2, 3)], prng(1), 1, 1)) await run.process(batch);
     expect(run.reports).toEqual({ [`${A}|earlier_day`]: 1 });
     expect(run.updates.at(-1)).toMatchObject({ value: 2, reason: 'flow', percent: 5 });
+  });
+
+  it('never shows a day that had ended when ingest received it: a backfill is history, even for a scope never seen', async () => {
+    const run = new Run();
+    const received = A0 + 3 * DAY + HOUR;
+    const f = (day: number, minute: number, n: number) => eventOf({ scope: 'a', kind: 'entry', amount: 2, minute: day * 24 * 60 + minute, ms: 0, derived: false, copies: 0 }, n, received);
+    // Three days ago, oldest first, all received now; then an event of today.
+    await run.process(requestOf([f(0, 10, 1), f(0, 20, 2), f(1, 10, 3), f(2, 30, 4)]));
+    expect(run.updates).toEqual([]);
+    expect(run.reports).toEqual({ [`${A}|earlier_day`]: 4 });
+    expect(run.keys().size).toBe(0);
+    await run.process(requestOf([f(3, 30, 5)]));
+    expect(run.updates.map((u) => [u.value, u.reason])).toEqual([[2, 'flow']]);
   });
 
   it('skips a derived id delivered again, counts a random id every time', async () => {
