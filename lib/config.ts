@@ -1,4 +1,5 @@
 import { readFileSync, existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { repoPath } from './paths.js';
 
@@ -12,6 +13,14 @@ const port = z.coerce.number().int().min(1).max(65535);
 const bool = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1');
+
+/** An IP address or CIDR block (`10.0.0.0/8`, `fd00::/8`). */
+function isAddressOrBlock(entry: string): boolean {
+  const [addr, bits, extra] = entry.split('/');
+  const family = isIP(addr ?? '');
+  if (!family || extra !== undefined) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
 
 const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -68,6 +77,21 @@ const configSchema = z.object({
   API_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   EDGE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9465),
   PIPELINE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9466),
+  /**
+   * TCP peers whose X-Forwarded-For is believed (its last entry is the client): the front door.
+   * Loopback is the local stack's nginx; 172.16.0.0/12 and 192.168.0.0/16 are Docker's default
+   * address pools, where the compose front door reaches the api (its port is not published).
+   * Empty: believe no one. From any other peer the client is the socket's address.
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default('127.0.0.1,::1,172.16.0.0/12,192.168.0.0/16')
+    .transform((v, ctx) => {
+      const entries = v.split(',').map((e) => e.trim()).filter(Boolean);
+      if (entries.every(isAddressOrBlock)) return entries;
+      ctx.addIssue({ code: 'custom', message: 'comma-separated IP addresses or CIDR blocks (e.g. 127.0.0.1,::1,10.0.0.0/8), or empty' });
+      return z.NEVER;
+    }),
   /** Requests refused for a missing or bad key, per client address per minute, before such requests get 429 instead of 401. */
   UNAUTHENTICATED_RATE_LIMIT: z.coerce.number().int().min(1).default(300),
   /** Concurrent /ws connections per operator, across every edge instance (spec: 10). */

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { validation, type FieldProblem } from './errors.js';
 
 /** A UTF-16 surrogate without its pair: JSON can carry it (`"\\ud800"`), UTF-8 cannot. */
@@ -15,6 +15,48 @@ export const storableText = <S extends z.ZodType<string>>(schema: S): S =>
   schema
     .refine((v) => !v.includes('\u0000'), 'must not contain the NUL character (\\u0000)')
     .refine((v) => !hasLoneSurrogate(v), 'must be well-formed Unicode: a lone surrogate (\\ud800-\\udfff without its pair) cannot be stored');
+
+/**
+ * What a one-line display name must not hold: C0/C1 controls and DEL (a name is one line of
+ * text), U+2028/U+2029 (line breaks too), and the bidirectional formatting characters, which can
+ * reorder how the name and the text around it are shown ("Trojan Source" spoofing).
+ */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+/** 1-based, in characters (an emoji counts once), of the trimmed text. */
+const position = (text: string, index: number) => [...text.slice(0, index)].length + 1;
+
+/** Why text is not a storable one-line display name, or undefined; never echoes the value. */
+export function displayTextProblem(text: string): string | undefined {
+  const control = CONTROL.exec(text);
+  if (control) {
+    return `must be one line of plain text: remove the control character ${codePoint(control[0])} at character ${position(text, control.index)} (line breaks, tabs and NUL are not accepted)`;
+  }
+  const bidi = BIDI.exec(text);
+  if (bidi) {
+    return `must not contain bidirectional formatting characters: remove ${codePoint(bidi[0])} at character ${position(text, bidi.index)} (they change how the surrounding text is displayed)`;
+  }
+  if (hasLoneSurrogate(text)) return 'must be well-formed Unicode: a lone surrogate (\\ud800-\\udfff without its pair) cannot be stored';
+  return undefined;
+}
+
+/**
+ * A human-readable name or label: trimmed, 1 to `max` characters, one line, no bidi formatting,
+ * storable in Postgres. Any script and emoji are fine. Use it for every stored free-text field
+ * that people read (names, addresses, labels), so each problem is one 400 naming the field.
+ */
+export const displayText = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .superRefine((v, ctx) => {
+      const problem = displayTextProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    });
 
 /** The path of the first string (or object key) holding a lone surrogate, e.g. `events.3.payload.name`; undefined if none. */
 export function findLoneSurrogate(value: unknown, path: string[] = []): string | undefined {

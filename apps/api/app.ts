@@ -2,7 +2,7 @@ import Koa from 'koa';
 import './types.js';
 import type { ApiDeps } from './deps.js';
 import { errorEnvelope } from './middleware/errors.js';
-import { requestContext } from './middleware/request.js';
+import { clientAddress, requestContext, trustedPeers } from './middleware/request.js';
 import { requestMetrics } from './metrics.js';
 import { operationsRouter } from './http/router.js';
 import { OPERATIONS } from './operations/index.js';
@@ -10,11 +10,12 @@ import { mountMcp } from './mcp/transport.js';
 import { limiterFor } from './middleware/rate-limit.js';
 
 export function createApp(deps: ApiDeps): Koa {
-  // Behind the front door: the client address is the last X-Forwarded-For entry, the one our proxy
-  // added (earlier entries are the client's to forge).
-  const app = new Koa({ proxy: true, maxIpsCount: 1 });
+  // No `proxy`: koa would believe X-Forwarded-* from any peer. clientAddress believes only the
+  // front door's (TRUSTED_PROXIES), for ctx.ip and so the per-address budgets.
+  const app = new Koa();
   app.silent = true;
   app.use(requestMetrics(deps.metrics));
+  app.use(clientAddress(trustedPeers(deps.services.cfg.TRUSTED_PROXIES)));
   app.use(requestContext(deps.services.log));
   app.use(errorEnvelope);
   const limiter = deps.services.cfg.RATE_LIMITS_ENABLED ? limiterFor(deps.services.redis, deps.services.cfg) : undefined;

@@ -68,6 +68,19 @@ interface Valid {
 /** An event's own id: printable ASCII, as vendors' ids are. */
 const EVENT_ID = /^[\x21-\x7e]{1,128}$/;
 
+/** The event envelope is closed (a typo such as `timestmap` must not pass unnoticed); unknown payload fields are dropped instead. */
+const EVENT_KEYS = new Set(['type', 'timestamp', 'payload', 'event_id']);
+
+/** Unknown envelope keys, quoted for a reason: at most 5, each cut to 64 characters, anything but printable ASCII escaped. */
+function unknownKeys(raw: object): string | undefined {
+  const found: string[] = [];
+  for (const key in raw) if (!EVENT_KEYS.has(key)) found.push(key);
+  if (found.length === 0) return undefined;
+  const quote = (k: string) => `'${k.slice(0, 64).replace(/[^\x20-\x26\x28-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}'`;
+  const listed = found.slice(0, 5).map(quote).join(', ') + (found.length > 5 ? ` and ${found.length - 5} more` : '');
+  return `unknown field${found.length > 1 ? 's' : ''} ${listed}: an event holds only type, timestamp, payload and event_id (connector fields go in payload)`;
+}
+
 /**
  * Validates a batch event by event, resolves zones, reserves the monthly quota, and publishes the
  * accepted events as canonical events keyed by venue in one acknowledged send. Resolves only after
@@ -159,6 +172,8 @@ export function checkEvents(
     }
     const problems: string[] = [];
     const { type, timestamp, payload = {}, event_id: ownId } = raw as Record<string, unknown>;
+    const unknown = unknownKeys(raw);
+    if (unknown) problems.push(unknown);
     if (ownId !== undefined && (typeof ownId !== 'string' || !EVENT_ID.test(ownId))) problems.push('event_id must be 1 to 128 printable ASCII characters');
     const eventSpec = typeof type === 'string' && Object.hasOwn(spec, type) ? spec[type as EventType] : undefined;
     if (!eventSpec) {

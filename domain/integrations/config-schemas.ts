@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ConnectorType } from '../../lib/events.js';
-import { storableText } from '../../lib/validate.js';
+import { displayText, storableText } from '../../lib/validate.js';
 
 /**
  * Integration config per connector type (spec: Integration). Each schema is strict (an unknown
@@ -12,7 +12,8 @@ import { storableText } from '../../lib/validate.js';
 export const REDACTED_MARKER = '[REDACTED]';
 
 const secret = storableText(z.string().min(1).max(4096));
-const identifier = storableText(z.string().trim().min(1).max(256));
+// Shown back in every response (not secret): one line, no bidi formatting.
+const identifier = displayText(256);
 const httpsUrl = storableText(z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).max(2048));
 
 const merakiConfig = z.strictObject({

@@ -62,6 +62,20 @@ describe('POST /ingest: the request', () => {
     if (message) expect(res.body.details[0].message).toBe(message);
   });
 
+  it('refuses an unknown top-level key with 400 VALIDATION_ERROR naming it, and publishes nothing (issue 29)', async () => {
+    const venue = await newVenue(api, pro.key);
+    for (const extra of [{ source: 'gateway-1' }, { connectorType: 'meraki' }, { venue_id: venue.id, events: [seen()], connector_type: 'meraki', Events: [] }]) {
+      const res = await ingest(api, pro.key, { venue_id: venue.id, connector_type: 'meraki', events: [seen()], ...extra });
+      const key = Object.keys(extra).find((k) => !['venue_id', 'connector_type', 'events'].includes(k))!;
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body).toEqual({ error: 'invalid body: check (root)', code: 'VALIDATION_ERROR', details: [{ field: '(root)', message: `Unrecognized key: "${key}"` }] });
+    }
+    const ok = await ingest(api, pro.key, { venue_id: venue.id, connector_type: 'meraki', events: [seen()] });
+    expect(ok.body).toEqual({ accepted: 1, rejected: 0, errors: [] });
+    // Only the accepted request's event reached the stream (waitFor checks the exact count).
+    await tap.waitFor(venue.id, 1);
+  });
+
   it('takes exactly 1,000 events', async () => {
     const venue = await newVenue(api, pro.key);
     const events = Array.from({ length: 1000 }, (_, i) => seen({ clientMac: `02:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}` }));
@@ -157,6 +171,36 @@ describe('POST /ingest: each event on its own', () => {
     expect(published.map((p) => p.event.type)).toEqual(['device_seen', 'heartbeat', 'device_seen', 'device_seen']);
     expect(published[1]!.event.payload).toEqual({ status: 'ok' });
     expect(published[2]!.event.ts).toBe(ms);
+  });
+
+  it('rejects an event with an unknown envelope field, naming it, and still drops unknown payload fields (issue 29)', async () => {
+    const venue = await newVenue(api, pro.key);
+    const mac = '00:11:22:33:44:66';
+    const events = [
+      /* 0 */ seen(),
+      /* 1 */ { ...seen(), timestmap: isoAgo() },
+      /* 2 */ { ...seen(), rssi: 40, clientMac: mac },
+      /* 3 */ { ...seen({ clientMac: mac, rssi: 41, ipv4: '10.0.0.7', observations: [{ clientMac: mac }] }), event_id: 'evt-3' },
+      /* 4 */ { type: 'foo', timestamp: isoAgo(), payload: {}, "it's\u202e": 1 },
+      /* 5 */ { ...seen(), a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7 },
+    ];
+    const res = await ingest(api, pro.key, { venue_id: venue.id, connector_type: 'meraki', events });
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    const only = 'an event holds only type, timestamp, payload and event_id (connector fields go in payload)';
+    expect(res.body).toEqual({
+      accepted: 2,
+      rejected: 4,
+      errors: [
+        { index: 1, reason: `unknown field 'timestmap': ${only}` },
+        { index: 2, reason: `unknown fields 'rssi', 'clientMac': ${only}` },
+        { index: 4, reason: `unknown field 'it\\u0027s\\u202e': ${only}; unknown event type 'foo' for connector meraki (accepted: device_seen, environment, heartbeat)` },
+        { index: 5, reason: `unknown fields 'a', 'b', 'c', 'd', 'e' and 2 more: ${only}` },
+      ],
+    });
+    const published = await tap.waitFor(venue.id, 2);
+    // The accepted event's unknown payload fields are dropped, not stored and not a rejection.
+    expect(Object.keys(published[1]!.event.payload).sort()).toEqual(['clientMac', 'rssi']);
+    expect(JSON.stringify(published[1]!.event)).not.toContain('10.0.0.7');
   });
 
   it('takes any text in payload strings and drops unknown fields nested up to the body depth limit', async () => {

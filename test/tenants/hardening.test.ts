@@ -157,3 +157,51 @@ describe('strict parsing', () => {
     expect(res.body.details).toEqual([{ field: '(root)', message: expect.stringContaining('role') }]);
   });
 });
+
+describe('display text: names and labels are one line without bidi formatting (issue 29)', () => {
+  const cases: Array<[string, string, string]> = [
+    ['a right-to-left override', 'Invoice \u202Efdp.exe', 'U+202E'],
+    ['a first-strong isolate', 'Hall \u2068A', 'U+2068'],
+    ['an Arabic letter mark', 'Hall\u061C A', 'U+061C'],
+    ['a NUL', 'Hall\u0000A', 'U+0000'],
+    ['a newline', 'Hall\nA', 'U+000A'],
+    ['a C1 control', 'Hall\u0085A', 'U+0085'],
+  ];
+  const ordinary = 'Café Zürich – 東京 😀';
+  const expectRefused = (res: Awaited<ReturnType<typeof request>>, field: string, codePoint: string) => {
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body).toEqual({ error: `invalid body: check ${field}`, code: 'VALIDATION_ERROR', details: [{ field, message: expect.stringContaining(codePoint) }] });
+    expect(res.body.details[0].message).toMatch(/^must (be one line of plain text|not contain bidirectional formatting characters): remove /);
+  };
+
+  it.each(cases)('refuses %s in a venue name and address, a zone name and an operator name with a 400 naming the field', async (_case, text, codePoint) => {
+    expectRefused(await request(`${api.url}/api/venues`, { key: op.key, json: { name: text, timezone: 'UTC' } }), 'name', codePoint);
+    expectRefused(await request(`${api.url}/api/venues`, { key: op.key, json: { name: 'ok', timezone: 'UTC', address: text } }), 'address', codePoint);
+    const venue = await newVenue(api, op.key);
+    expectRefused(await request(`${api.url}/api/venues/${venue.id}`, { key: op.key, method: 'PUT', json: { name: text } }), 'name', codePoint);
+    expectRefused(await request(`${api.url}/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'hall', name: text, type: 'area' } }), 'name', codePoint);
+    expectRefused(await request(`${api.url}/api/operators`, { headers: admin(), json: { name: text, email: 'bidi@example.com' } }), 'name', codePoint);
+  });
+
+  it('refuses bidi formatting in a plain integration config field, and names where the character is', async () => {
+    const venue = await newVenue(api, op.key);
+    const res = await request(`${api.url}/api/venues/${venue.id}/integrations`, { key: op.key, json: { connector_type: 'meraki', config: { api_key: 'k', org_id: '54\u202E9236' } } });
+    expectRefused(res, 'config.org_id', 'U+202E at character 3');
+  });
+
+  it('still accepts ordinary non-ASCII names and stores them as sent', async () => {
+    const venue = await request(`${api.url}/api/venues`, { key: op.key, json: { name: ordinary, timezone: 'UTC', address: 'Bahnhofstrasse 1, 8001 Zürich' } });
+    expect(venue.status, JSON.stringify(venue.body)).toBe(201);
+    expect(venue.body.name).toBe(ordinary);
+    // Right-to-left scripts need no formatting characters.
+    const zone = await request(`${api.url}/api/venues/${venue.body.id}/zones`, { key: op.key, json: { slug: 'hall', name: 'قاعة المدخل', type: 'area' } });
+    expect(zone.status, JSON.stringify(zone.body)).toBe(201);
+    expect(zone.body.name).toBe('قاعة المدخل');
+    const operator = await request(`${api.url}/api/operators`, { headers: admin(), json: { name: ordinary, email: 'cafe@example.com' } });
+    expect(operator.status, JSON.stringify(operator.body)).toBe(201);
+    // Surrounding whitespace is still trimmed, not refused.
+    const trimmed = await request(`${api.url}/api/venues/${venue.body.id}`, { key: op.key, method: 'PUT', json: { name: `  ${ordinary}\n` } });
+    expect(trimmed.status, JSON.stringify(trimmed.body)).toBe(200);
+    expect(trimmed.body.name).toBe(ordinary);
+  });
+});

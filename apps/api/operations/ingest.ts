@@ -5,8 +5,11 @@ import { IDEMPOTENCY_WINDOW_S } from '../../../domain/ingest/idempotency.js';
 import { countIngest } from '../metrics.js';
 import { operation, Reply } from './operation.js';
 
-/** Events are only counted here; each one is validated on its own so one bad event never fails the batch. */
-const ingestBody = z.object({
+/**
+ * Events are only counted here; each one is validated on its own so one bad event never fails the
+ * batch. The body itself is strict: an unknown top-level key is a 400, as for every other body.
+ */
+const ingestBody = z.strictObject({
   venue_id: z.uuid(),
   connector_type: z.enum(CONNECTOR_TYPES),
   events: z
@@ -26,7 +29,7 @@ const ingestHeaders = z.object({
     ),
 });
 
-const ingestEventDoc = z.object({
+const ingestEventDoc = z.strictObject({
   event_id: z.string().max(128).optional().describe("the event's own id (1 to 128 printable ASCII): an event sent again with the same id is stored once"),
   type: z.enum(EVENT_TYPES).describe('an event type accepted by the connector (docs/events.md)'),
   timestamp: z.string().describe('ISO 8601 date-time with a time zone, e.g. 2025-06-01T12:00:00Z'),

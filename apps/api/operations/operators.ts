@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { changePlan, createOperator, rotateKeyAsAdmin } from '../../../domain/tenants/operators.js';
 import { PLANS, SELF_SERVICE_PLANS } from '../../../domain/tenants/plans.js';
-import { storableText } from '../../../lib/validate.js';
+import { displayText } from '../../../lib/validate.js';
 import { operation } from './operation.js';
 import { timestamp, uuid } from './schemas.js';
 
 const createOperatorBody = z.strictObject({
-  name: storableText(z.string().trim().min(1).max(200)),
+  name: displayText(200),
   email: z.email().max(320),
   plan: z.enum(SELF_SERVICE_PLANS).default('free'),
 });

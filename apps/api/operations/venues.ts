@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { createVenue, deleteVenue, getVenue, HARDWARE_TYPES, ianaTimezone, listVenues, updateVenue } from '../../../domain/venues/venues.js';
 import { ZONE_TYPES } from '../../../domain/zones/zones.js';
 import { CONNECTOR_TYPES } from '../../../lib/events.js';
-import { storableText } from '../../../lib/validate.js';
+import { displayText } from '../../../lib/validate.js';
 import { operation } from './operation.js';
 import { deletedResponse, pageQuery, serverOwned, timestamp, VENUE_ERRORS, venueParams } from './schemas.js';
 
@@ -13,9 +13,9 @@ const timezone = z
   .describe('IANA time zone name (canonical or link), e.g. Europe/Berlin or UTC; offsets are not accepted');
 
 const venueFields = {
-  name: storableText(z.string().trim().min(1).max(200)),
+  name: displayText(200),
   timezone,
-  address: storableText(z.string().trim().min(1).max(500)).nullable().optional(),
+  address: displayText(500).nullable().optional(),
   lat: z.number().min(-90).max(90).nullable().optional(),
   lng: z.number().min(-180).max(180).nullable().optional(),
   hardware_type: z.enum(HARDWARE_TYPES).nullable().optional().describe('the connector types, or other'),

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { createZone, deleteZone, getZone, listZones, updateZone, ZONE_SLUG, ZONE_TYPES } from '../../../domain/zones/zones.js';
-import { storableText } from '../../../lib/validate.js';
+import { displayText } from '../../../lib/validate.js';
 import { operation } from './operation.js';
 import { deletedResponse, serverOwned, timestamp, VENUE_ERRORS, venueParams, zoneParams } from './schemas.js';
 
 const zoneFields = {
   slug: z.string().max(64).regex(ZONE_SLUG, 'URL-safe: lower-case letters and digits, words joined by single "-"'),
-  name: storableText(z.string().trim().min(1).max(200)),
+  name: displayText(200),
   type: z.enum(ZONE_TYPES),
   capacity: z.number().min(0).nullable().optional(),
 };
