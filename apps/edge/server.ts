@@ -13,6 +13,8 @@ import { authenticate, stillLiveKeys } from '../../domain/tenants/operators.js';
 import { hashApiKey } from '../../domain/tenants/api-keys.js';
 import { ownedVenue } from '../../domain/venues/access.js';
 import { ConnectionLeases } from '../../domain/limits/connections.js';
+import { RateLimiter, rateLimited } from '../../domain/limits/rate-limit.js';
+import { resolveClientAddress, trustedPeers } from '../../lib/client-address.js';
 import { STREAM_SOURCES, type AnyStreamSource, type StreamItem } from './sources.js';
 import { CLOSE, closeReason, parseMessage, pickMetrics, type Command, type CommandError, type CommandErrorCode } from './protocol.js';
 import type { TelemetryKey } from '../../lib/events.js';
@@ -50,6 +52,8 @@ interface Refusal {
 }
 
 interface Conn {
+  /** Past the address's wrong-key budget: answered 429 instead of upgrading. */
+  limited: AppError | null;
   /** Also the connection's lease id. */
   id: string;
   operatorId: string;
@@ -104,6 +108,15 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T> {
   }
 }
 
+/** The TCP peer as text; uWS writes an IPv4 peer of a dual-stack socket in full IPv6 form. */
+function peerAddress(res: uWS.HttpResponse): string {
+  const text = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+  const mapped = /^(?:0{1,4}:){5}ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text);
+  if (!mapped) return text;
+  const [hi, lo] = [parseInt(mapped[1]!, 16), parseInt(mapped[2]!, 16)];
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
 /** Starts one edge instance: tails the stream sources, serves /ws and /health. */
 export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}): Promise<RunningEdge> {
   const sources = opts.sources ?? STREAM_SOURCES;
@@ -114,6 +127,9 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis error'));
   await redis.connect().catch((err: Error) => log.warn({ err: err.message }, 'redis unavailable at start-up; connection limit counted per instance until it answers'));
   const leases = new ConnectionLeases(redis, { limit: cfg.WS_MAX_CONNECTIONS_PER_OPERATOR, ttlMs: cfg.WS_LEASE_TTL_MS, log });
+  // The api's budget of wrong keys per client address (same Redis keys): guesses over REST and /ws share it.
+  const failures = cfg.RATE_LIMITS_ENABLED ? new RateLimiter(redis, { limits: { unauthenticated: cfg.UNAUTHENTICATED_RATE_LIMIT } }) : undefined;
+  const isTrusted = trustedPeers(cfg.TRUSTED_PROXIES);
 
   const conns = new Set<Conn>();
   const byVenue = new Map<string, Set<Subscription>>();
@@ -241,9 +257,23 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
     }
   }
 
+  /** `authorize`, then counts a wrong key against the client address's budget. */
+  async function admit(token: string, client: string): Promise<Conn> {
+    const conn = await authorize(token);
+    if (conn.refusal?.errorCode !== 'UNAUTHORIZED' || !failures) return conn;
+    // As REST: a wrong key counts; past the budget the answer is 429, a valid key is still served.
+    try {
+      const decision = await failures.hit(client, 'unauthenticated');
+      if (!decision.allowed) conn.limited = rateLimited(decision, 'unauthenticated');
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not count a refused upgrade');
+    }
+    return conn;
+  }
+
   /** Authenticates the key the way the API does, then takes a connection lease. */
-  async function admit(token: string): Promise<Conn> {
-    const conn: Conn = { id: randomUUID(), operatorId: '', keyHash: '', refusal: null, leased: false, open: false, ws: null, subs: new Map(), pending: 0, queue: Promise.resolve() };
+  async function authorize(token: string): Promise<Conn> {
+    const conn: Conn = { limited: null, id: randomUUID(), operatorId: '', keyHash: '', refusal: null, leased: false, open: false, ws: null, subs: new Map(), pending: 0, queue: Promise.resolve() };
     if (!token) {
       conn.refusal = { close: CLOSE.UNAUTHORIZED, errorCode: 'UNAUTHORIZED', message: 'missing API key: connect to /ws?token=<API_KEY>' };
       return conn;
@@ -300,6 +330,7 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
       const protocol = req.getHeader('sec-websocket-protocol');
       const extensions = req.getHeader('sec-websocket-extensions');
       const token = req.getQuery('token') ?? '';
+      const client = resolveClientAddress(isTrusted, peerAddress(res), req.getHeader('x-forwarded-for'));
       let aborted = false;
       res.onAborted(() => {
         aborted = true;
@@ -314,9 +345,19 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
         });
         return;
       }
-      void admit(token).then(
+      void admit(token, client).then(
         (conn) => {
           if (aborted) return release(conn);
+          const limited = conn.limited;
+          if (limited) {
+            counters.refused++;
+            res.cork(() => {
+              res.writeStatus('429 Too Many Requests').writeHeader('Content-Type', 'application/json');
+              for (const [name, value] of Object.entries(limited.headers)) res.writeHeader(name, value);
+              res.end(JSON.stringify(limited.toBody()));
+            });
+            return;
+          }
           if (!accepting && !conn.refusal) conn.refusal = { close: CLOSE.GOING_AWAY, errorCode: 'SERVICE_UNAVAILABLE', message: 'server shutting down; reconnect now' };
           res.cork(() => res.upgrade(conn, secKey, protocol, extensions, context));
         },

@@ -1,44 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { BlockList, isIP } from 'node:net';
 import type { Context, Next } from 'koa';
 import type { Logger } from '../../../lib/logger.js';
+import { resolveClientAddress } from '../../../lib/client-address.js';
 
-/** `::ffff:127.0.0.1` (a dual-stack socket) is `127.0.0.1`, so one client has one budget. */
-function plainAddress(addr: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(addr);
-  return mapped ? mapped[1]! : addr;
-}
+// Shared with the edge (apps/edge must not depend on apps/api).
+export { trustedPeers } from '../../../lib/client-address.js';
 
-/** A matcher for TRUSTED_PROXIES entries (addresses and CIDR blocks, already validated by config). */
-export function trustedPeers(entries: readonly string[]): (addr: string) => boolean {
-  const list = new BlockList();
-  for (const entry of entries) {
-    const [addr, bits] = entry.split('/') as [string, string | undefined];
-    const type = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
-    if (bits === undefined) list.addAddress(addr, type);
-    else list.addSubnet(addr, Number(bits), type);
-  }
-  return (addr) => {
-    const plain = plainAddress(addr);
-    const family = isIP(plain);
-    return family !== 0 && list.check(plain, family === 6 ? 'ipv6' : 'ipv4');
-  };
-}
-
-/**
- * Sets `ctx.ip`, the address per-address budgets count: the socket's peer, unless that peer is a
- * trusted proxy (the front door), whose X-Forwarded-For ends with the address it saw. Earlier
- * entries are the client's own to forge, so only the last one is used, and only one hop.
- */
+/** Sets `ctx.ip`, the address per-address budgets count (lib/client-address.ts has the rule). */
 export function clientAddress(isTrusted: (addr: string) => boolean) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    const peer = plainAddress(ctx.req.socket.remoteAddress ?? '');
-    let client = peer;
-    if (isTrusted(peer)) {
-      const forwarded = plainAddress(ctx.get('x-forwarded-for').split(',').pop()?.trim() ?? '');
-      if (isIP(forwarded)) client = forwarded;
-    }
-    ctx.request.ip = client;
+    ctx.request.ip = resolveClientAddress(isTrusted, ctx.req.socket.remoteAddress ?? '', ctx.get('x-forwarded-for'));
     await next();
   };
 }
