@@ -29,7 +29,7 @@ const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase
 const position = (text: string, index: number) => [...text.slice(0, index)].length + 1;
 
 /** Why text is not a storable one-line display name, or undefined; never echoes the value. */
-export function displayTextProblem(text: string): string | undefined {
+function displayTextProblem(text: string): string | undefined {
   const control = CONTROL.exec(text);
   if (control) {
     return `must be one line of plain text: remove the control character ${codePoint(control[0])} at character ${position(text, control.index)} (line breaks, tabs and NUL are not accepted)`;

@@ -93,8 +93,8 @@ function occupancyPoints(q: { operatorId: string; venueId: string; fromSec: numb
                  GROUP BY ts, ts_ms)`;
 }
 
-function occupancySelect(q: SeriesQuery, agg: Aggregation): ChSql {
-  const value = raw(`toFloat64(${OCCUPANCY_AGG[agg]})`);
+function occupancySelect(q: SeriesQuery): ChSql {
+  const value = raw(`toFloat64(${OCCUPANCY_AGG[q.agg]})`);
   if (q.resolution === '1d') {
     return chsql`SELECT 'occupancy' AS key, toUInt32(intDiv(toRelativeDayNum(local_day), ${q.bucketDays}) * ${q.bucketDays}) AS t, ${value} AS value
                    FROM ${occupancyPoints(q)} WHERE alive = 1 GROUP BY t`;
@@ -125,7 +125,7 @@ function seriesSelect(q: SeriesQuery, keys: string[], value: string): ChSql {
  */
 export function telemetrySeriesSql(q: SeriesQuery): ChSql {
   const selects: ChSql[] = [];
-  if (q.keys.includes('occupancy')) selects.push(occupancySelect(q, q.agg));
+  if (q.keys.includes('occupancy')) selects.push(occupancySelect(q));
   const measured = q.keys.filter((k) => k !== 'devices' && k !== 'occupancy');
   if (measured.length > 0) selects.push(seriesSelect(q, measured, `toFloat64(${AGG_EXPR[q.agg]})`));
   if (q.keys.includes('devices')) selects.push(seriesSelect(q, ['devices'], DEVICES_EXPR));
@@ -152,7 +152,7 @@ export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow
  * as null). Epoch-aligned resolutions only: day buckets start at local midnight, computed in TypeScript.
  */
 export function telemetryPointsSql(q: EpochSeriesQuery, key: string): ChSql {
-  if (key === 'occupancy') return chsql`SELECT toFloat64(t) * 1000 AS ts, value FROM (${occupancySelect(q, q.agg)}) ORDER BY t`;
+  if (key === 'occupancy') return chsql`SELECT toFloat64(t) * 1000 AS ts, value FROM (${occupancySelect(q)}) ORDER BY t`;
   const value = key === 'devices' ? DEVICES_EXPR : `toFloat64(${AGG_EXPR[q.agg]})`;
   // `key =` (not `has`) lets 18.16 read only the key's granules; no subquery: one grouping, by bucket.
   return chsql`SELECT toFloat64(${bucketExpr(q)} AS t) * 1000 AS ts, ${raw(value)} AS value

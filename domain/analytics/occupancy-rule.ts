@@ -38,13 +38,6 @@ export function compareFlows(a: Flow, b: Flow): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-/** The figure after one flow, and what the clamp at 0 absorbed. */
-export function applyFlow(value: number, f: Flow): { value: number; clamped: number } {
-  if (f.absolute) return { value: f.amount, clamped: 0 };
-  const next = value + f.amount;
-  return next < 0 ? { value: 0, clamped: -next } : { value: next, clamped: 0 };
-}
-
 /**
  * What a run of flows does to any figure x, as x → max(x + add, floor) (a count is add −∞):
  * flows and the clamp compose into that form, so a long run folds into two numbers and a late flow
@@ -55,16 +48,6 @@ export interface FlowEffect {
   floor: number;
 }
 
-export const IDENTITY: FlowEffect = { add: 0, floor: 0 };
-
-export const effectOf = (f: Flow): FlowEffect => (f.absolute ? { add: -Infinity, floor: f.amount } : { add: f.amount, floor: 0 });
-
-/** `second` after `first`. */
-export const compose = (first: FlowEffect, second: FlowEffect): FlowEffect => ({
-  add: first.add + second.add,
-  floor: Math.max(first.floor + second.add, second.floor),
-});
-
 export const applyEffect = (x: number, e: FlowEffect): number => Math.max(x + e.add, e.floor);
 
 /** The figure after each instant of a period's flows (sorted by `compareFlows`), starting from 0. */
@@ -72,7 +55,7 @@ export function periodSeries(flows: readonly Flow[]): Array<{ ts: number; value:
   const points: Array<{ ts: number; value: number }> = [];
   let value = 0;
   for (const f of flows) {
-    value = applyFlow(value, f).value;
+    value = f.absolute ? f.amount : Math.max(0, value + f.amount);
     const last = points[points.length - 1];
     if (last && last.ts === f.ts) last.value = value;
     else points.push({ ts: f.ts, value });

@@ -22,7 +22,7 @@ export interface DeriveStats {
   failures: number;
   periods: number;
   rowsWritten: number;
-  /** Seconds between the newest mark read and the start of the last successful round. */
+  /** How long the last successful round took. */
   lastRoundMs: number;
   /** The cursor's age at the end of the last successful round, seconds (0 while leading and current). */
   lagSeconds: number;
