@@ -43,6 +43,22 @@ export function createCh(
   });
 }
 
+/**
+ * The same client (same connections), with `settings` added to every statement it sends: a
+ * statement's own settings stay, but these win, so a caller cannot lift a limit by accident.
+ */
+export function withSettings(ch: Ch, settings: ClickHouseSettings): Ch {
+  const sent = new Set<PropertyKey>(['query', 'exec', 'command', 'insert']);
+  return new Proxy(ch, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (!sent.has(prop) || typeof value !== 'function') return value;
+      return (params: { clickhouse_settings?: ClickHouseSettings }) =>
+        (value as (p: unknown) => unknown).call(target, { ...params, clickhouse_settings: { ...params.clickhouse_settings, ...settings } });
+    },
+  });
+}
+
 /** Rows per INSERT body chunk are gathered up to this many characters. */
 const INSERT_CHUNK_CHARS = 32 * 1024;
 

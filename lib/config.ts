@@ -94,6 +94,21 @@ const configSchema = z.object({
     }),
   /** Requests refused for a missing or bad key, per client address per minute, before such requests get 429 instead of 401. */
   UNAUTHENTICATED_RATE_LIMIT: z.coerce.number().int().min(1).default(300),
+  /** Expensive reads (telemetry, dashboard, analytics) one operator may run at once on an api instance (docs/limits.md). */
+  EXPENSIVE_QUERIES_PER_OPERATOR: z.coerce.number().int().min(1).default(2),
+  /** Expensive reads running at once on an api instance, all operators together. */
+  EXPENSIVE_QUERIES_PER_INSTANCE: z.coerce.number().int().min(1).default(6),
+  /** Expensive reads of one operator waiting for a turn; past it the next is a 429 at once. */
+  EXPENSIVE_QUERIES_MAX_WAITING: z.coerce.number().int().min(0).default(500),
+  /** How long an expensive read may wait for its turn before it is refused (429, or 503 when everyone's queries fill the instance). */
+  EXPENSIVE_QUERY_MAX_WAIT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** ClickHouse limits of every api read: run time, rows read, result size and memory of one query. */
+  QUERY_MAX_EXECUTION_SECONDS: z.coerce.number().int().min(1).default(15),
+  QUERY_MAX_ROWS_TO_READ: z.coerce.number().int().min(1000).default(300_000_000),
+  QUERY_MAX_RESULT_BYTES: z.coerce.number().int().min(1024 * 1024).default(64 * 1024 * 1024),
+  QUERY_MAX_MEMORY_BYTES: z.coerce.number().int().min(64 * 1024 * 1024).default(2 * 1024 * 1024 * 1024),
+  /** The largest JSON an MCP tool answers; a larger answer is a tool error asking for a narrower question. */
+  MCP_MAX_RESULT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   /** Concurrent /ws connections per operator, across every edge instance (spec: 10). */
   WS_MAX_CONNECTIONS_PER_OPERATOR: z.coerce.number().int().min(1).default(10),
   /** A connection whose unsent pushes exceed this many bytes is closed as a slow consumer (4108). */

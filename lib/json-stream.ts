@@ -1,5 +1,4 @@
 import { Readable } from 'node:stream';
-import { text } from 'node:stream/consumers';
 
 /**
  * A JSON document that is already serialised, as a stream of its UTF-8 bytes (for example straight
@@ -12,9 +11,22 @@ export class JsonStream {
     return new JsonStream(Readable.from([Buffer.from(document)]));
   }
 
-  /** The parsed document, for a transport that needs a value (MCP). */
-  async value(): Promise<unknown> {
-    return JSON.parse(await text(this.stream));
+  /**
+   * The document's text, for a transport that needs the whole (MCP); undefined when it is longer
+   * than `maxBytes`, read no further than that (the stream is closed, so its query stops).
+   */
+  async textUpTo(maxBytes: number): Promise<string | undefined> {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of this.stream as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) {
+        this.stream.destroy();
+        return undefined;
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks).toString('utf8');
   }
 }
 

@@ -1,13 +1,19 @@
 import type { Services } from '../shared/services.js';
+import { withSettings } from '../../clickhouse/client.js';
+import { QueryGate } from '../../domain/limits/query-gate.js';
+import { readLimits } from '../../domain/limits/query-limits.js';
 import { Throughput } from '../../domain/system/throughput.js';
 import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';
 import { keyringFromConfig, type Keyring } from '../../lib/secret-box.js';
 import type { Publisher } from '../../lib/kafka.js';
-import { createApiMetrics, timedPublisher, type ApiMetrics } from './metrics.js';
+import { createApiMetrics, gateMetrics, timedPublisher, type ApiMetrics } from './metrics.js';
 
 /** What the api's transports need: the engines, the instance's event-rate counter and its keys. */
 export interface ApiDeps {
+  /** The process's engines; its ClickHouse client carries the per-query read limits. */
   services: Services;
+  /** Turns of the expensive reads, per operator (docs/limits.md). */
+  queryGate: QueryGate;
   throughput: Throughput;
   /** Seals and opens integration secrets. */
   keyring: Keyring;
@@ -20,8 +26,17 @@ export interface ApiDeps {
 
 export function createApiDeps(services: Services): ApiDeps {
   const metrics = createApiMetrics();
+  const { cfg } = services;
+  const queryGate = new QueryGate({
+    perOperator: cfg.EXPENSIVE_QUERIES_PER_OPERATOR,
+    total: cfg.EXPENSIVE_QUERIES_PER_INSTANCE,
+    maxWaiting: cfg.EXPENSIVE_QUERIES_MAX_WAITING,
+    maxWaitMs: cfg.EXPENSIVE_QUERY_MAX_WAIT_MS,
+  });
+  gateMetrics(metrics, queryGate);
   return {
-    services,
+    services: { ...services, ch: withSettings(services.ch, readLimits(cfg)) },
+    queryGate,
     metrics,
     publisher: timedPublisher(services.publisher, metrics),
     throughput: new Throughput(services.redis),

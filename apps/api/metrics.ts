@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { QueryGate } from '../../domain/limits/query-gate.js';
 import type { Publisher } from '../../lib/kafka.js';
 import { createRegistry } from '../../lib/metrics.js';
 import type { IngestResult } from '../../domain/ingest/ingest.js';
@@ -34,6 +35,21 @@ export function createApiMetrics(): ApiMetrics {
       registers: [registry],
     }),
   };
+}
+
+/** The query gate's load, read at each scrape (its refusals are the 429s and 503s of the routes). */
+export function gateMetrics(m: ApiMetrics, gate: QueryGate): void {
+  new Gauge({
+    name: 'expensive_queries',
+    help: 'Expensive reads (telemetry, dashboard, analytics) of this instance, running or waiting for a turn',
+    labelNames: ['state'],
+    registers: [m.registry],
+    collect() {
+      const load = gate.load();
+      this.set({ state: 'running' }, load.running);
+      this.set({ state: 'waiting' }, load.waiting);
+    },
+  });
 }
 
 /** Counts every answer under the route that matched (`unmatched` otherwise), so label sets stay few. */

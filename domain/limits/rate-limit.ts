@@ -31,7 +31,7 @@ export interface RateLimiterOptions {
 
 /**
  * Fixed 60 s windows aligned to the epoch minute, per operator and bucket. The counter lives in
- * Redis (INCR + PEXPIRE in one MULTI, so it is atomic and shared by every API instance); while
+ * Redis (INCRBY + PEXPIRE in one MULTI, so it is atomic and shared by every API instance); while
  * Redis is unreachable each instance counts in memory over the same windows.
  */
 export class RateLimiter {
@@ -45,13 +45,16 @@ export class RateLimiter {
     this.now = opts.now ?? Date.now;
   }
 
-  /** Counts one request of `subject` (an operator id, or a client address): refused ones too, so a client hammering a closed window stays refused. */
-  async hit(subject: string, bucket: RateBucket): Promise<RateDecision> {
+  /**
+   * Counts `requests` requests of `subject` (an operator id, or a client address), e.g. the messages
+   * of an MCP batch: refused ones too, so a client hammering a closed window stays refused.
+   */
+  async hit(subject: string, bucket: RateBucket, requests = 1): Promise<RateDecision> {
     const now = this.now();
     const window = Math.floor(now / RATE_WINDOW_MS);
     const key = `rl:${bucket}:${subject}:${window}`;
-    const shared = await this.incrShared(key);
-    const count = shared ?? this.incrLocal(key, window);
+    const shared = await this.incrShared(key, requests);
+    const count = shared ?? this.incrLocal(key, window, requests);
     const limit = this.limits[bucket];
     return {
       allowed: count <= limit,
@@ -62,21 +65,21 @@ export class RateLimiter {
     };
   }
 
-  private async incrShared(key: string): Promise<number | undefined> {
+  private async incrShared(key: string, by: number): Promise<number | undefined> {
     // ioredis has no offline queue here: while disconnected, skip the round trip altogether.
     if (this.redis.status !== 'ready') return undefined;
-    const result = await redisAnswer(this.redis.multi().incr(key).pexpire(key, 2 * RATE_WINDOW_MS).exec());
+    const result = await redisAnswer(this.redis.multi().incrby(key, by).pexpire(key, 2 * RATE_WINDOW_MS).exec());
     const [err, value] = result?.[0] ?? [];
     return err || typeof value !== 'number' ? undefined : value;
   }
 
-  private incrLocal(key: string, window: number): number {
+  private incrLocal(key: string, window: number, by: number): number {
     // Only the current window matters: drop the previous ones wholesale.
     if (window !== this.localWindow) {
       this.local = new Map();
       this.localWindow = window;
     }
-    const count = (this.local.get(key) ?? 0) + 1;
+    const count = (this.local.get(key) ?? 0) + by;
     this.local.set(key, count);
     return count;
   }

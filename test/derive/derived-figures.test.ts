@@ -151,7 +151,7 @@ describe('figures derived from the raw table', () => {
         const points = oracleOccupancy(flows, RESET, TZ);
         seen.points += points.length;
         const hourly = await getTelemetry(deps, a.operatorId, a.venueId, { keys: ['occupancy', 'entries'], startTs: BASE - DAY, endTs: NOW, interval: HOUR, agg: 'AVG', fill: 'none' });
-        const doc = (hourly instanceof JsonStream ? await hourly.value() : hourly) as Record<string, Array<{ ts: number; value: number }>>;
+        const doc = (hourly instanceof JsonStream ? JSON.parse((await hourly.textUpTo(Infinity))!) : hourly) as Record<string, Array<{ ts: number; value: number }>>;
         const wantHourly = [...oracleMeans(points, (ts) => Math.floor(ts / HOUR) * HOUR)].sort((x, y) => Number(x[0]) - Number(y[0]));
         expect(doc.occupancy!.map((p) => [p.ts, round(p.value)]), 'occupancy by hour').toEqual(wantHourly.map(([t, v]) => [t, round(v)]));
         const daily = (await getTelemetry(deps, a.operatorId, a.venueId, { keys: ['occupancy'], startTs: BASE - DAY, endTs: NOW + DAY, interval: DAY, agg: 'MAX', fill: 'none' })) as Record<string, Array<{ ts: number; value: number }>>;

@@ -1,7 +1,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
-import { jsonObjectOfRows } from '../../lib/json-stream.js';
+import { JsonStream, jsonObjectOfRows } from '../../lib/json-stream.js';
 
 /** Rows as a stream cut into chunks of `size` bytes, so row ends fall anywhere in a chunk. */
 const rowsIn = (rows: unknown[], size: number): Readable => {
@@ -38,5 +38,15 @@ describe('a JSON object made of JSONEachRow streams', () => {
     out.destroy();
     await new Promise((resolve) => out.once('close', resolve));
     expect(inputs.map((s) => s.destroyed)).toEqual([true, true, true]);
+  });
+});
+
+describe('a JSON document read whole up to a size', () => {
+  it('is the text within the size, and nothing past it: the stream is closed so its query stops', async () => {
+    const doc = JSON.stringify({ temperature: Array.from({ length: 100 }, (_, i) => ({ ts: i, value: i })) });
+    expect(await JsonStream.of(doc).textUpTo(doc.length)).toBe(doc);
+    const source = Readable.from([Buffer.from(doc.slice(0, 500)), Buffer.from(doc.slice(500))], { objectMode: false });
+    expect(await new JsonStream(source).textUpTo(doc.length - 1)).toBeUndefined();
+    expect(source.destroyed).toBe(true);
   });
 });

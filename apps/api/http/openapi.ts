@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { jsonSchema, type JsonSchema } from '../../../lib/json-schema.js';
 import type { ErrorCode } from '../../../lib/errors.js';
 import { RATE_LIMITS } from '../../../domain/limits/rate-limit.js';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from '../middleware/body.js';
@@ -57,13 +58,6 @@ function impliedErrors(op: AnyOperation): number[] {
   return out;
 }
 
-type JsonSchema = Record<string, unknown>;
-
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  // OpenAPI 3.1 schemas are JSON Schema 2020-12; `$schema` is implied by the document.
-  const { $schema: _, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema;
-  return rest;
-}
 
 function parameters(where: 'path' | 'query' | 'header', schema: z.ZodObject | undefined): JsonSchema[] {
   if (!schema) return [];

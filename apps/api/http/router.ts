@@ -7,6 +7,7 @@ import { parseInput } from '../../../lib/validate.js';
 import type { ApiDeps } from '../deps.js';
 import { adminAuth, bearerAuth, limitingFailures } from '../middleware/auth.js';
 import { readJsonBody } from '../middleware/body.js';
+import { invoke } from '../operations/invoke.js';
 import { koaPath, meteringOf, Reply, type AnyOperation, type BearerContext, type OperationContext } from '../operations/operation.js';
 
 /**
@@ -43,7 +44,10 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
         body: op.body ? parseInput(op.body, body ?? {}, 'body') : undefined,
         headers: op.headers ? parseInput(op.headers, ctx.headers, 'headers') : {},
       };
-      const result = await op.handler(input, context as BearerContext);
+      // A client gone while its read waits for a turn gives the turn up.
+      const gone = new AbortController();
+      ctx.res.once('close', () => gone.abort());
+      const result = await invoke(op, input, context, gone.signal);
       const reply = result instanceof Reply ? result : new Reply(op.response.status, result);
       ctx.status = reply.status;
       ctx.set(reply.headers);

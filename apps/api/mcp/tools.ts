@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AppError, type FieldProblem } from '../../../lib/errors.js';
 import { JsonStream } from '../../../lib/json-stream.js';
 import { parseInput } from '../../../lib/validate.js';
+import { invoke } from '../operations/invoke.js';
 import { Reply, type AnyOperation, type BearerContext } from '../operations/operation.js';
 
 /**
@@ -16,8 +17,11 @@ export interface GeneratedTool {
   inputSchema: z.ZodObject;
   outputSchema?: z.ZodType;
   annotations: { title: string; readOnlyHint: true; idempotentHint: true; openWorldHint: false };
-  /** Validates the arguments (400 VALIDATION_ERROR naming each bad argument) and calls the domain. */
-  call(args: Record<string, unknown>, ctx: BearerContext): Promise<unknown>;
+  /**
+   * Validates the arguments (400 VALIDATION_ERROR naming each bad argument), calls the domain and
+   * answers the result as JSON text, refused (400) when longer than the configured MCP result cap.
+   */
+  call(args: Record<string, unknown>, ctx: BearerContext): Promise<string>;
 }
 
 const asQueryValue = (v: unknown) => (typeof v === 'number' || typeof v === 'boolean' ? String(v) : v);
@@ -59,13 +63,22 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
           } catch (err) {
             throw withArgumentNames(err, argName);
           }
-          const result = await op.handler(input, ctx);
+          const result = await invoke(op, input, ctx);
           const body = result instanceof Reply ? result.body : result;
-          return body instanceof JsonStream ? body.value() : body;
+          const cap = ctx.deps.services.cfg.MCP_MAX_RESULT_BYTES;
+          const text = body instanceof JsonStream ? await body.textUpTo(cap) : JSON.stringify(body);
+          if (text === undefined || Buffer.byteLength(text) > cap) throw tooLarge(cap);
+          return text;
         },
       },
     ];
   });
+}
+
+/** An answer an agent cannot use whole: the same 400 as a range over the point cap, saying how to narrow it. */
+function tooLarge(cap: number): AppError {
+  const message = `the answer is larger than ${cap} bytes, the most a tool result carries; ask for a shorter time range, fewer keys or a coarser interval`;
+  return new AppError(400, 'VALIDATION_ERROR', message, [{ field: 'arguments', message }]);
 }
 
 /** A validation error names the tool's arguments (`venue_id`), not the route's parameters (`id`). */

@@ -1,9 +1,9 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { z } from 'zod';
+import { jsonSchema } from '../../../lib/json-schema.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode as RpcError, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, DEFAULT_NEGOTIATED_PROTOCOL_VERSION, ErrorCode as RpcError, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { countUsage } from '../../../domain/limits/quotas.js';
 import { rateLimitHeaders, rateLimited, type RateLimiter } from '../../../domain/limits/rate-limit.js';
 import { AppError } from '../../../lib/errors.js';
@@ -16,13 +16,6 @@ import { toolsFrom, type GeneratedTool } from './tools.js';
 export const MCP_PATH = '/mcp';
 const SERVER_INFO = { name: 'venue-telemetry', version: '1.0.0' };
 
-type JsonSchema = Record<string, unknown>;
-
-/** JSON Schema for a tool's input or output, without the `$schema` key (tools/list carries plain schemas). */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema;
-  return rest;
-}
 
 /** A failure an agent can read and act on: the spec's code, the message, what to fix. */
 function toolError(err: AppError): CallToolResult {
@@ -49,8 +42,8 @@ function serverFor(tools: readonly GeneratedTool[], ctx: BearerContext): Server 
     try {
       // Each tool call is one MCP query of the monthly quota (Free: refused past it, as a tool error).
       await countUsage(ctx.deps.services.db, ctx.operator, 'mcp_queries');
-      const result = (await tool.call(request.params.arguments ?? {}, ctx)) as Record<string, unknown>;
-      return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
+      const text = await tool.call(request.params.arguments ?? {}, ctx);
+      return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
     } catch (err) {
       if (err instanceof AppError && err.status < 500) return toolError(err);
       ctx.log.error({ err, tool: tool.name }, 'mcp tool failed');
@@ -64,6 +57,7 @@ function serverFor(tools: readonly GeneratedTool[], ctx: BearerContext): Server 
  * `POST /mcp`: Streamable HTTP, stateless (a server and a transport per request, no session, so any
  * api instance answers). The same bearer key, rate limit (the `api` bucket) and body rules as REST
  * are checked before the SDK sees the request; GET and DELETE are 405 (no sessions to stream or end).
+ * A JSON-RPC batch is answered only in the protocol version that has batches, each message counted.
  */
 export function mountMcp(router: Router, deps: ApiDeps, operations: readonly AnyOperation[], limiter: RateLimiter | undefined): void {
   const tools = toolsFrom(operations);
@@ -71,14 +65,24 @@ export function mountMcp(router: Router, deps: ApiDeps, operations: readonly Any
   router.post(MCP_PATH, async (ctx: Context) => {
     const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
     ctx.state.log = ctx.state.log.child({ operatorId: operator.id, transport: 'mcp' });
-    if (limiter) {
-      const decision = await limiter.hit(operator.id, 'api');
-      if (!decision.allowed) throw rateLimited(decision, 'api');
-      ctx.set(rateLimitHeaders(decision));
-    }
     // Lone surrogates under `params` (tool names, arguments) are left to the tool's own validation,
     // so an agent gets a tool error it can act on instead of an HTTP 400 its SDK cannot read.
     const body = await readJsonBody(ctx, { checkedPerItem: 'params' });
+    const messages = Array.isArray(body) ? body.length : 1;
+    if (Array.isArray(body)) {
+      const version = protocolVersionOf(ctx, body);
+      if (!BATCHING_VERSIONS.has(version)) {
+        ctx.status = 400;
+        ctx.body = rpcError(`JSON-RPC batches are not part of MCP protocol version ${version.slice(0, 32)}; send one message per request`);
+        return;
+      }
+    }
+    if (limiter) {
+      // Each message of a batch is a request of the rate limit, as if sent on its own.
+      const decision = await limiter.hit(operator.id, 'api', messages);
+      if (!decision.allowed) throw rateLimited(decision, 'api');
+      ctx.set(rateLimitHeaders(decision));
+    }
     const server = serverFor(tools, { deps, log: ctx.state.log, operations, operator, apiKey });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.on('close', () => {
@@ -92,3 +96,20 @@ export function mountMcp(router: Router, deps: ApiDeps, operations: readonly Any
     await transport.handleRequest(ctx.req, ctx.res, body);
   });
 }
+
+/** Only 2025-03-26 has JSON-RPC batches: 2025-06-18 removed them, and 2024-11-05 had no Streamable HTTP. */
+const BATCHING_VERSIONS = new Set(['2025-03-26']);
+
+/**
+ * The protocol version a request speaks: the `initialize` in it, else the MCP-Protocol-Version
+ * header, else 2025-03-26, which the specification tells a server to assume without the header.
+ */
+function protocolVersionOf(ctx: Context, messages: unknown[]): string {
+  for (const m of messages) {
+    const msg = m as { method?: unknown; params?: { protocolVersion?: unknown } } | null;
+    if (msg?.method === 'initialize' && typeof msg.params?.protocolVersion === 'string') return msg.params.protocolVersion;
+  }
+  return ctx.get('mcp-protocol-version') || DEFAULT_NEGOTIATED_PROTOCOL_VERSION;
+}
+
+const rpcError = (message: string) => ({ jsonrpc: '2.0', id: null, error: { code: RpcError.InvalidRequest, message } });

@@ -17,6 +17,7 @@ export const dashboardOperations = [
     summary: "The operator's active venues, events in the last 24 h, active integrations, and the mean dwell (seconds) of visits started in the last 24 h",
     tag: 'Dashboard',
     auth: 'bearer',
+    cost: 'expensive',
     response: {
       status: 200,
       description: 'Summary over all the operator’s venues',
@@ -37,6 +38,7 @@ export const dashboardOperations = [
     summary: 'Events, entries and exits across all the operator’s venues per UTC hour (24h) or day; empty buckets are zeros',
     tag: 'Dashboard',
     auth: 'bearer',
+    cost: 'expensive',
     query: dashboardEventsQuery,
     response: {
       status: 200,

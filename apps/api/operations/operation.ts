@@ -98,6 +98,11 @@ export interface Operation<
   auth: A;
   /** Bearer operations only; default METERED_API_CALL. */
   metering?: Metering;
+  /**
+   * `expensive`: a ClickHouse scan whose cost grows with the range asked; it waits for a turn of
+   * the operator's few concurrent expensive reads (domain/limits/query-gate.ts).
+   */
+  cost?: 'expensive';
   params?: P;
   query?: Q;
   /** Request headers the operation reads (lower-case names), validated like the rest of the input. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { integerInQuery } from '../../../lib/json-schema.js';
 
 /** Schemas shared by several operations: ids, timestamps, paging, integers in a query string. */
 
@@ -21,7 +22,8 @@ export function queryInt(what: string, bounds: { min: number; max: number }) {
     .string(`must be ${what}`)
     .regex(/^\d{1,16}$/, `must be ${what} written in plain digits`)
     .transform(Number)
-    .pipe(z.number().min(bounds.min, `must be at least ${bounds.min}`).max(bounds.max, `must be at most ${bounds.max}`));
+    .pipe(z.number().min(bounds.min, `must be at least ${bounds.min}`).max(bounds.max, `must be at most ${bounds.max}`))
+    .register(integerInQuery, { minimum: bounds.min, maximum: bounds.max });
 }
 
 /** The spec's list paging: `limit` default 50, at most 200 (more is a 400, not clamped); `offset` default 0. */

@@ -45,6 +45,7 @@ export const telemetryOperations = [
     summary: `Aggregated telemetry of a venue per key, over [startTs, endTs); at most ${TELEMETRY_POINT_CAP} points per key (more is a 400)`,
     tag: 'Telemetry',
     auth: 'bearer',
+    cost: 'expensive',
     params: venueParams,
     query: telemetryQuery,
     response: {

@@ -1,0 +1,32 @@
+import { queryLimitError } from '../../../domain/limits/query-limits.js';
+import { JsonStream } from '../../../lib/json-stream.js';
+import { Reply, type AnyOperation, type BearerContext, type OperationContext } from './operation.js';
+
+export interface OperationInput {
+  params: unknown;
+  query: unknown;
+  body: unknown;
+  headers: Record<string, unknown>;
+}
+
+/**
+ * Calls an operation's handler for any transport: an expensive read first waits for its turn in the
+ * query gate and holds it until its answer is produced (a streamed answer: until read to the end or
+ * abandoned); a read stopped by a ClickHouse limit becomes the error the client can act on.
+ * `signal` withdraws a read still waiting when the client goes away.
+ */
+export async function invoke(op: AnyOperation, input: OperationInput, ctx: OperationContext | BearerContext, signal?: AbortSignal): Promise<unknown> {
+  if (op.cost !== 'expensive' || !('operator' in ctx)) return op.handler(input as never, ctx as BearerContext);
+  const release = await ctx.deps.queryGate.acquire(ctx.operator.id, signal);
+  let result: unknown;
+  try {
+    result = await op.handler(input as never, ctx);
+  } catch (err) {
+    release();
+    throw queryLimitError(err);
+  }
+  const body = result instanceof Reply ? (result.body as unknown) : result;
+  if (body instanceof JsonStream && !body.stream.destroyed) body.stream.once('close', release);
+  else release();
+  return result;
+}

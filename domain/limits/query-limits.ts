@@ -1,0 +1,48 @@
+import { AppError } from '../../lib/errors.js';
+import type { Config } from '../../lib/config.js';
+
+/** ClickHouse's own limits on one api read, from the configuration (docs/limits.md). */
+export function readLimits(cfg: Config): Record<string, string | number> {
+  return {
+    max_execution_time: cfg.QUERY_MAX_EXECUTION_SECONDS,
+    max_rows_to_read: cfg.QUERY_MAX_ROWS_TO_READ,
+    max_result_bytes: cfg.QUERY_MAX_RESULT_BYTES,
+    max_memory_usage: cfg.QUERY_MAX_MEMORY_BYTES,
+  };
+}
+
+/** ClickHouse error codes of a query stopped by one of `readLimits` (the same in 18.16 and current). */
+const LIMIT_CODES: Record<string, string> = {
+  '158': 'rows read',
+  '159': 'run time',
+  '241': 'memory',
+  '307': 'bytes read',
+  '396': 'result size',
+};
+
+/** The client parses current servers' errors into `code`; 18.16's form it leaves in the message. */
+function clickhouseCode(err: unknown): string | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? code : /^Code: (\d+)/.exec(err.message)?.[1];
+}
+
+/** Seconds a client waits before retrying a query that hit a limit: the load it met may have passed. */
+const RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A read stopped by a per-query limit, as the answer a client can act on (503 with Retry-After:
+ * the same question may pass when the server is quieter; a narrower one passes sooner); any other
+ * error unchanged.
+ */
+export function queryLimitError(err: unknown): unknown {
+  const limit = LIMIT_CODES[clickhouseCode(err) ?? ''];
+  if (!limit) return err;
+  return new AppError(
+    503,
+    'SERVICE_UNAVAILABLE',
+    `the query went over the per-query ${limit} limit; ask for a shorter range, fewer keys or a coarser interval, or retry in ${RETRY_AFTER_SECONDS} s`,
+    { limit, retryAfter: RETRY_AFTER_SECONDS },
+    { 'Retry-After': String(RETRY_AFTER_SECONDS) },
+  );
+}
