@@ -341,6 +341,12 @@ const eventsPerSec = accepted / elapsedS;
 const catchUps = [...Object.values(processorLag).map((l) => l.catchUpMs), deriveCatchUpMs];
 const settledS = catchUps.some((ms) => ms === null) ? null : elapsedS + Math.max(drainMs, ...(catchUps as number[])) / 1000;
 const endToEndPerSec = settledS === null ? null : (accepted + probeEvents) / settledS;
+// The figure that travels between machines: CPU the service spends per event, from the load's start
+// until every processor and the derive job caught up; the bench client's own CPU is reported apart.
+const caughtUpCpu = cpuSince(cpuBefore, cpuAfterCatchUp);
+const events = accepted + probeEvents;
+const cpuMicrosPerEvent = Object.fromEntries(Object.entries(caughtUpCpu).map(([k, v]) => [k, round((v * 1e6) / events, 1)]));
+const systemCpuMicrosPerEvent = round(Object.entries(caughtUpCpu).reduce((n, [k, v]) => (k === 'benchClient' ? n : n + v), 0) * 1e6 / events, 1);
 const result = {
   benchmark: 'ingest',
   at: new Date().toISOString(),
@@ -370,11 +376,14 @@ const result = {
   endToEndRatioToKafkaCeiling: endToEndPerSec === null ? null : round(endToEndPerSec / kafkaCeiling, 3),
   cpuSecondsDuringLoad: cpuSince(cpuBefore, cpuAtLoadEnd),
   cpuStolenDuringLoadPercent: round(cpuShare(machineBefore, machineAtLoadEnd, 'steal') * 100, 0),
-  cpuSecondsLoadToCaughtUp: cpuSince(cpuBefore, cpuAfterCatchUp),
+  cpuSecondsLoadToCaughtUp: caughtUpCpu,
+  systemCpuMicrosPerEvent,
+  cpuMicrosPerEvent,
 };
 const path = writeResult(args.out ?? (RATE ? 'ingest-paced' : 'ingest'), result);
 console.log(JSON.stringify(result, null, 2));
 console.log(`\naccepted ${round(eventsPerSec, 0)} events/s, ${endToEndPerSec === null ? 'not settled' : `${round(endToEndPerSec, 0)} end to end`} (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
   `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; ${result.cpuStolenDuringLoadPercent} % of the CPU stolen by the hypervisor during the load; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; ` +
-  `processors caught up ${Object.entries(processorLag).map(([n, l]) => `${n} ${l.catchUpMs ?? 'not'} ms (lag ${l.lagEventsAtLoadEnd} events)`).join(', ')}, derive ${deriveCatchUpMs ?? 'not'} ms, pipeline RSS ${pipelineRssMb} MB; written to ${path}`);
+  `processors caught up ${Object.entries(processorLag).map(([n, l]) => `${n} ${l.catchUpMs ?? 'not'} ms (lag ${l.lagEventsAtLoadEnd} events)`).join(', ')}, derive ${deriveCatchUpMs ?? 'not'} ms, pipeline RSS ${pipelineRssMb} MB; ` +
+  `system CPU ${systemCpuMicrosPerEvent} µs/event (${Object.entries(cpuMicrosPerEvent).map(([k, v]) => `${k} ${v}`).join(', ')}); written to ${path}`);
 process.exit(0);
