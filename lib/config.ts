@@ -44,6 +44,8 @@ const configSchema = z.object({
   KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, ".", "_" or "-"').default('venue'),
   KAFKA_PARTITIONS: z.coerce.number().int().min(1).max(256).default(6),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }),
+  /** Put into REDIS_URL when the URL carries none (the local stack generates it; docs/security.md). */
+  REDIS_PASSWORD: z.string().default(''),
   /** Namespaces every Redis key, so environments sharing one Redis (dev, tests, benchmarks) never mix counters. */
   REDIS_KEY_PREFIX: z.string().regex(/^[\w.:-]{0,64}$/, 'up to 64 letters, digits, ".", ":", "_" or "-"').default('venue:'),
   ADMIN_SECRET: z.string().min(16, 'at least 16 characters'),
@@ -129,7 +131,17 @@ const configSchema = z.object({
   DERIVE_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
 });
 
-export type Config = z.infer<typeof configSchema>;
+/** REDIS_URL with REDIS_PASSWORD in it, unless the URL names a password of its own (which wins). */
+function withRedisPassword(url: string, password: string): string {
+  const u = new URL(url);
+  if (!password || u.password) return url;
+  u.password = password;
+  return u.toString();
+}
+
+const withCredentials = configSchema.transform((c) => ({ ...c, REDIS_URL: withRedisPassword(c.REDIS_URL, c.REDIS_PASSWORD) }));
+
+export type Config = z.infer<typeof withCredentials>;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -155,7 +167,7 @@ export function parseDotenv(text: string): Record<string, string> {
 
 /** Validates an environment; one line per bad variable, naming it and what was expected. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  const result = configSchema.safeParse(env);
+  const result = withCredentials.safeParse(env);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const name = String(issue.path[0] ?? '?');

@@ -26,8 +26,9 @@
 //   missingPackages() -> Debian packages to install, pid(), prepare(notes) (dirs and configs,
 //   on every up), ready({ fresh }), start({ log }) -> pid, stop(), and optionally afterReady(),
 //   onReuse() (e.g. reload a changed config) and failLogs.
-// common.mjs holds paths, ports and process helpers; env.mjs the .env file and engine URLs;
-// packages.mjs the apt-get step.
+// common.mjs holds paths (ENGINE_DIRS: each engine's folder, made 0700 on every up), ports and
+// process helpers; env.mjs the .env file, the engine URLs and the generated ClickHouse and Redis
+// passwords (docs/security.md#local-stack-credentials); packages.mjs the apt-get step.
 
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';

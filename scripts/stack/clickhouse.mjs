@@ -1,14 +1,18 @@
 // ClickHouse 18.16 (Debian's clickhouse-server), with the project's config from stack/clickhouse/
-// rendered with absolute paths into .stack/clickhouse/.
+// rendered with absolute paths into .stack/clickhouse/. The `default` user needs CLICKHOUSE_PASSWORD.
 
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  CLICKHOUSE_DATABASE, HOST, PORTS, STACK_DIR, StackError, TEMPLATES, httpGet, killAndWait, mkdirp, pidIs, readPid,
-  render, spawnDetached, which, writeIfChanged,
+  CLICKHOUSE_DATABASE, ENGINE_DIRS, HOST, PORTS, StackError, httpGet, killAndWait, mkdirp, pidIs,
+  privateDir, readPid, render, sleep, spawnDetached, which, writeIfChanged,
 } from './common.mjs';
+import { localPassword } from './env.mjs';
 
-const DIR = path.join(STACK_DIR, 'clickhouse');
+const DIR = ENGINE_DIRS.clickhouse;
+/** The user whose password stack/clickhouse/users.xml sets (CLICKHOUSE_USER's default). */
+const USER = 'default';
 const CONFIG = path.join(DIR, 'config.xml');
 const LOG = path.join(DIR, 'clickhouse-server.log');
 const ERR_LOG = path.join(DIR, 'clickhouse-server.err.log');
@@ -29,10 +33,15 @@ export const clickhouse = {
   ].filter(Boolean),
   pid() { return readPid(PID); },
   prepare() {
-    for (const d of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirp(path.join(DIR, d));
+    privateDir(DIR);
+    privateDir(path.join(DIR, 'data'));
+    for (const d of ['tmp', 'user_files', 'format_schemas']) mkdirp(path.join(DIR, d));
     const vars = { CH_DIR: DIR, HTTP_PORT: PORTS.clickhouseHttp, TCP_PORT: PORTS.clickhouseTcp };
     writeIfChanged(CONFIG, render('clickhouse/config.xml', vars));
-    writeIfChanged(path.join(DIR, 'users.xml'), fs.readFileSync(path.join(TEMPLATES, 'clickhouse/users.xml'), 'utf8'));
+    this.password = localPassword('CLICKHOUSE_PASSWORD');
+    const hash = createHash('sha256').update(this.password).digest('hex');
+    // A running server picks up a changed users.xml by itself (afterReady waits for it).
+    writeIfChanged(path.join(DIR, 'users.xml'), render('clickhouse/users.xml', { PASSWORD_SHA256: hash }), 0o600);
     // config.xml points include_from here so /etc/metrika.xml is never picked up; it must exist.
     writeIfChanged(path.join(DIR, 'metrika.xml'), '<?xml version="1.0"?>\n<yandex></yandex>\n');
   },
@@ -45,11 +54,21 @@ export const clickhouse = {
     fs.writeFileSync(PID, `${pid}\n`);
     return pid;
   },
+  /** Runs `sql` as the stack's user; a 401 is retried for a while: a reused server may not have reloaded users.xml yet. */
+  async query(sql) {
+    const auth = `Basic ${Buffer.from(`${USER}:${this.password}`).toString('base64')}`;
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const r = await httpGet(`http://${HOST}:${PORTS.clickhouseHttp}/`, { method: 'POST', body: sql, headers: { authorization: auth }, timeoutMs: 10_000 });
+      if (r?.status !== 401 || Date.now() > deadline) return r;
+      await sleep(250);
+    }
+  },
   async afterReady() {
     const db = process.env.CLICKHOUSE_DATABASE || CLICKHOUSE_DATABASE;
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(db)) return;
-    const r = await httpGet(`http://${HOST}:${PORTS.clickhouseHttp}/`, { method: 'POST', body: `CREATE DATABASE IF NOT EXISTS ${db}`, timeoutMs: 10_000 });
-    if (!r || r.status !== 200) throw new StackError('clickhouse', `CREATE DATABASE ${db} failed: ${r ? r.body.trim().slice(0, 200) : 'no answer'}`, ERR_LOG);
+    const sql = /^[A-Za-z_][A-Za-z0-9_]*$/.test(db) ? `CREATE DATABASE IF NOT EXISTS ${db}` : 'SELECT 1';
+    const r = await this.query(sql);
+    if (!r || r.status !== 200) throw new StackError('clickhouse', `${sql} failed: ${r ? r.body.trim().slice(0, 200) : 'no answer'}`, ERR_LOG);
   },
   async stop() {
     const pid = this.pid();

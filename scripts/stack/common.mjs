@@ -51,6 +51,20 @@ export const FILES = Object.freeze({
   dotenv: path.join(ROOT, '.env'),
 });
 
+/**
+ * Each engine's folder under .stack (data, config with its password, logs): mode 0700, set on
+ * every `up`, so folders made before that rule are tightened too. nginx's is not one: it holds no
+ * engine data, its logs are 0600, and its workers (not root) write temp files there.
+ */
+export const ENGINE_DIRS = Object.freeze({
+  postgres: path.join(STACK_DIR, 'postgres'),
+  redis: path.join(STACK_DIR, 'redis'),
+  clickhouse: path.join(STACK_DIR, 'clickhouse'),
+  kafka: path.join(STACK_DIR, 'kafka'),
+  kafkaCluster: path.join(STACK_DIR, 'kafka-cluster'),
+});
+export const PRIVATE_DIR_MODE = 0o700;
+
 /** A path for messages: `.stack/...` for the stack's files (wherever the symlink points), else relative to the repo. */
 export const rel = (p) => (p === STACK_DIR || p.startsWith(`${STACK_DIR}${path.sep}`)
   ? path.join('.stack', path.relative(STACK_DIR, p))
@@ -81,10 +95,19 @@ export function mkdirp(p, mode) {
   return p;
 }
 
+/** Creates `p` if missing and sets it to 0700 either way (mkdir's mode applies only to a new folder). */
+export function privateDir(p) {
+  mkdirp(p, PRIVATE_DIR_MODE);
+  fs.chmodSync(p, PRIVATE_DIR_MODE);
+  return p;
+}
+
+/** Writes `file` unless it already holds `content`; a given mode is applied to an existing file too. */
 export function writeIfChanged(file, content, mode) {
-  if (readText(file) === content) return false;
-  fs.writeFileSync(file, content, mode ? { mode } : undefined);
-  return true;
+  const same = readText(file) === content;
+  if (!same) fs.writeFileSync(file, content, mode ? { mode } : undefined);
+  if (mode) fs.chmodSync(file, mode);
+  return !same;
 }
 
 /** Reads stack/<template> and replaces every {{NAME}}; an unknown placeholder left over is an error. */
@@ -259,9 +282,9 @@ export function portBusyError(name, port, envKey) {
   return new StackError(name, `port ${HOST}:${port} is already in use by a process this stack did not start — ${hint}`);
 }
 
-export function httpGet(url, { method = 'GET', body, timeoutMs = 2000 } = {}) {
+export function httpGet(url, { method = 'GET', body, headers, timeoutMs = 2000 } = {}) {
   return new Promise((resolve) => {
-    const req = http.request(url, { method, timeout: timeoutMs }, (res) => {
+    const req = http.request(url, { method, headers, timeout: timeoutMs }, (res) => {
       let data = '';
       res.setEncoding('utf8');
       res.on('data', (c) => { data += c; });

@@ -33,12 +33,20 @@ export function ensureDotEnv() {
     ['CLICKHOUSE_DATABASE', CLICKHOUSE_DATABASE],
     ['KAFKA_BROKERS', LOCAL_URLS.KAFKA_BROKERS],
     ['REDIS_URL', LOCAL_URLS.REDIS_URL],
+    // The local engines refuse clients without these (clickhouse.mjs, redis.mjs). Hex: safe in
+    // a URL, an XML file and a RESP command as is.
+    ['CLICKHOUSE_PASSWORD', () => randomBytes(24).toString('hex')],
+    // Its own key rather than inside REDIS_URL: an .env from before the password keeps its URL,
+    // and lib/config.ts puts the password into the connection.
+    ['REDIS_PASSWORD', () => randomBytes(24).toString('hex')],
     ['ADMIN_SECRET', () => randomBytes(32).toString('base64url')],
     ['SECRETS_KEY', () => randomBytes(32).toString('base64')],
     ['SECRETS_KEY_ID', 'k1'],
     ['PSEUDONYM_KEY', () => randomBytes(32).toString('base64url')],
   ];
   const missing = wanted.filter(([k]) => !(k in existing));
+  // 0600 on every run: an .env written by hand or by an older script may be readable by others.
+  if (existingText != null) fs.chmodSync(FILES.dotenv, 0o600);
   if (!missing.length) return [];
   const lines = missing.map(([k, v]) => `${k}=${typeof v === 'function' ? v() : v}`);
   if (existingText == null) {
@@ -54,6 +62,16 @@ export function ensureDotEnv() {
     fs.appendFileSync(FILES.dotenv, `${sep}${lines.join('\n')}\n`);
   }
   return missing.map(([k]) => k);
+}
+
+/**
+ * The password a local engine is given: the environment's value, else .env's, the same precedence
+ * the app's config follows, so both always agree. Empty is refused: the engine would be open.
+ */
+export function localPassword(key) {
+  const value = process.env[key] ?? parseDotEnv(readText(FILES.dotenv))[key] ?? '';
+  if (!value) throw new Error(`${key} is empty: the local stack needs one (delete the line from .env and \`stack up\` generates it)`);
+  return value;
 }
 
 const LOCAL_PORT_OF = { DATABASE_URL: PORTS.postgres, CLICKHOUSE_URL: PORTS.clickhouseHttp, KAFKA_BROKERS: PORTS.kafka, REDIS_URL: PORTS.redis };

@@ -7,12 +7,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  HOST, PORTS, STACK_DIR, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, render, run, spawnDetached, writeIfChanged, writtenWithin,
+  ENGINE_DIRS, HOST, PORTS, TEMPLATES, killAndWait, pidIs, portOpen, privateDir, readPid, render, run, spawnDetached, writeIfChanged, writtenWithin,
 } from './common.mjs';
 import { clusterIdIn, ensureLibs, formatStorage, javaArgs, missingPackages, rotateLog, startedLogged } from './kafka.mjs';
 
 export const CLUSTER_SIZE = 3;
-const DIR = path.join(STACK_DIR, 'kafka-cluster');
+const DIR = ENGINE_DIRS.kafkaCluster;
 const CLUSTER_ID = path.join(DIR, 'cluster-id');
 const LOG4J = path.join(DIR, 'log4j.properties');
 // Three JVMs next to the rest of the stack on a small machine.
@@ -49,7 +49,9 @@ function clusterNode(n) {
     // Still logging: recovering its partitions after an unclean stop.
     busy() { return writtenWithin(f.out, 10_000); },
     prepare() {
-      mkdirp(f.data);
+      privateDir(DIR);
+      privateDir(dir);
+      privateDir(f.data);
       writeIfChanged(f.props, render('kafka/cluster.properties', {
         NODE_ID: n,
         VOTERS: ids.map((i) => `${i}@${HOST}:${controllerPort(i)}`).join(','),

@@ -6,11 +6,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  PORTS, STACK_DIR, StackError, TEMPLATES, exists, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, rel,
+  ENGINE_DIRS, PORTS, StackError, TEMPLATES, exists, killAndWait, pidIs, portOpen, privateDir, readPid, readText, rel,
   render, run, spawnDetached, which, writeIfChanged, writtenWithin,
 } from './common.mjs';
 
-const DIR = path.join(STACK_DIR, 'kafka');
+const DIR = ENGINE_DIRS.kafka;
 const F = {
   libs: path.join(DIR, 'libs'),
   libsHash: path.join(DIR, 'libs.pom.sha256'),
@@ -116,7 +116,8 @@ export const kafka = {
   missingPackages,
   pid() { return readPid(F.pid); },
   prepare() {
-    mkdirp(F.data);
+    privateDir(DIR);
+    privateDir(F.data);
     writeIfChanged(F.props, render('kafka/server.properties', {
       KAFKA_DATA_DIR: F.data, BROKER_PORT: PORTS.kafka, CONTROLLER_PORT: PORTS.kafkaController,
     }));

@@ -5,11 +5,11 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  HOST, PORTS, STACK_DIR, StackError, exists, isRoot, killAndWait, mkdirp, pidAlive, pidIs, portOpen, readPid,
-  readText, rel, run, writeIfChanged,
+  ENGINE_DIRS, HOST, PORTS, STACK_DIR, StackError, exists, isRoot, killAndWait, mkdirp, pidAlive, pidIs, portOpen,
+  PRIVATE_DIR_MODE, privateDir, readPid, readText, rel, run, writeIfChanged,
 } from './common.mjs';
 
-const DIR = path.join(STACK_DIR, 'postgres');
+const DIR = ENGINE_DIRS.postgres;
 const DATA = path.join(DIR, 'data');
 const LOG = path.join(DIR, 'postgres.log');
 
@@ -112,7 +112,9 @@ export const postgres = {
   pid() { return readPid(path.join(DATA, 'postmaster.pid')); },
 
   prepare(notes) {
-    mkdirp(DIR, 0o700);
+    privateDir(DIR);
+    // initdb makes it 0700; postgres would also accept 0750, the stack wants no group access.
+    if (exists(DATA)) fs.chmodSync(DATA, PRIVATE_DIR_MODE);
     const sock = socketDir();
     mkdirp(sock, 0o700);
     if (!isRoot()) return;
