@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Readable } from 'node:stream';
 import { createClient, type ClickHouseClient, type ClickHouseSettings, type Logger as ChLogger, type LogParams, type WarnLogParams } from '@clickhouse/client';
 import type { Config } from '../lib/config.js';
@@ -38,14 +39,21 @@ export function createCh(
     ...(requestTimeoutMs > 60_000 ? { clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: '30000' } } : {}),
     // Gzip costs more CPU than it saves on a local network; turn it on for a distant server.
     compression: { request: false, response: cfg.CLICKHOUSE_COMPRESSION },
-    max_open_connections: 10,
+    max_open_connections: cfg.CLICKHOUSE_MAX_CONNECTIONS,
     ...(log ? { log: { LoggerClass: loggerClass(log) } } : {}),
   });
 }
 
 /**
- * The same client (same connections), with `settings` added to every statement it sends: a
- * statement's own settings stay, but these win, so a caller cannot lift a limit by accident.
+ * Settings for the statements sent within a call (`scopedSettings.run(settings, fn)`), added by a
+ * `withSettings` client: a transport sets them per request without every query function passing them on.
+ */
+export const scopedSettings = new AsyncLocalStorage<ClickHouseSettings>();
+
+/**
+ * The same client (same connections), with `settings` and the scoped settings of the call added to
+ * every statement it sends: a statement's own settings stay, but these win, so a caller cannot lift
+ * a limit by accident.
  */
 export function withSettings(ch: Ch, settings: ClickHouseSettings): Ch {
   const sent = new Set<PropertyKey>(['query', 'exec', 'command', 'insert']);
@@ -54,7 +62,10 @@ export function withSettings(ch: Ch, settings: ClickHouseSettings): Ch {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (!sent.has(prop) || typeof value !== 'function') return value;
       return (params: { clickhouse_settings?: ClickHouseSettings }) =>
-        (value as (p: unknown) => unknown).call(target, { ...params, clickhouse_settings: { ...params.clickhouse_settings, ...settings } });
+        (value as (p: unknown) => unknown).call(target, {
+          ...params,
+          clickhouse_settings: { ...params.clickhouse_settings, ...settings, ...scopedSettings.getStore() },
+        });
     },
   });
 }

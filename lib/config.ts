@@ -109,6 +109,12 @@ const configSchema = z.object({
   QUERY_MAX_ROWS_TO_READ: z.coerce.number().int().min(1000).default(300_000_000),
   QUERY_MAX_RESULT_BYTES: z.coerce.number().int().min(1024 * 1024).default(64 * 1024 * 1024),
   QUERY_MAX_MEMORY_BYTES: z.coerce.number().int().min(64 * 1024 * 1024).default(2 * 1024 * 1024 * 1024),
+  /**
+   * Sockets each process keeps to ClickHouse. A telemetry read holds one per key until its answer
+   * is sent (up to 8), so the api's expensive reads alone can hold 48; with 10, cheap reads queued
+   * behind them for a socket (docs/limits.md).
+   */
+  CLICKHOUSE_MAX_CONNECTIONS: z.coerce.number().int().min(2).max(1000).default(64),
   /** The largest JSON an MCP tool answers; a larger answer is a tool error asking for a narrower question. */
   MCP_MAX_RESULT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   /** Concurrent /ws connections per operator, across every edge instance (spec: 10). */

@@ -165,16 +165,23 @@ export function telemetryPointsSql(q: EpochSeriesQuery, key: string): ChSql {
 /**
  * The answer as one JSON document (`{"<key>":[points…],…}`, keys in the order asked) made of
  * ClickHouse's own JSONEachRow output, for the caller to pass on without decoding it. One query per
- * key, in parallel: each sorts by bucket alone and formats its rows on its own thread. ClickHouse
- * answers only once a query is complete (`wait_end_of_query`), so a failure is an error here,
- * never a cut-off document.
+ * key, in parallel: each sorts by bucket alone and formats its rows on its own thread; `sequential`
+ * (a large read) runs them one after another, so the read uses one thread however many keys it
+ * asks. ClickHouse answers only once a query is complete (`wait_end_of_query`), so a failure is an
+ * error here, never a cut-off document.
  */
-export async function telemetryDocument(ch: Ch, q: EpochSeriesQuery): Promise<Readable> {
+export async function telemetryDocument(ch: Ch, q: EpochSeriesQuery, { sequential = false } = {}): Promise<Readable> {
   // The keys' queries already run side by side: a thread each keeps them from crowding the cores.
   const settings = { ...READ_SETTINGS, wait_end_of_query: 1, ...(q.keys.length > 1 ? { max_threads: 1 } : {}) } as const;
-  const answers = await Promise.allSettled(
-    q.keys.map((key) => ch.exec({ query: `${telemetryPointsSql(q, key).text} FORMAT JSONEachRow`, clickhouse_settings: settings })),
-  );
+  const run = (key: string) => ch.exec({ query: `${telemetryPointsSql(q, key).text} FORMAT JSONEachRow`, clickhouse_settings: settings });
+  const answers: Array<PromiseSettledResult<{ stream: Readable }>> = [];
+  if (sequential) {
+    for (const key of q.keys) {
+      const [answer] = await Promise.allSettled([run(key)]);
+      answers.push(answer!);
+      if (answer!.status === 'rejected') break;
+    }
+  } else answers.push(...(await Promise.allSettled(q.keys.map(run))));
   const failed = answers.find((a) => a.status === 'rejected');
   if (failed) {
     for (const a of answers) if (a.status === 'fulfilled') a.value.stream.destroy();

@@ -19,6 +19,7 @@ export interface QueryGateLoad {
 
 interface Waiter {
   operatorId: string;
+  weight: number;
   grant: (release: () => void) => void;
   refuse: (err: AppError) => void;
 }
@@ -50,16 +51,21 @@ export class QueryGate {
   }
 
   /**
-   * Resolves with the function that gives the slot back (call it exactly once, when the query's
-   * answer has been read to the end or abandoned). `signal` withdraws a query still waiting.
+   * Resolves with the function that gives the turns back (calling it again does nothing), once the
+   * query's answer has been read to the end or abandoned. `weight`: the turns the query takes, so a
+   * large read can take all of its operator's (at most `perOperator`). `signal` withdraws a query
+   * still waiting.
    */
-  acquire(operatorId: string, signal?: AbortSignal): Promise<() => void> {
-    if (this.mayRun(operatorId)) return Promise.resolve(this.grant(operatorId));
+  acquire(operatorId: string, signal?: AbortSignal, weight = 1): Promise<() => void> {
+    const w = Math.min(Math.max(1, weight), this.limits.perOperator, this.limits.total);
+    // Not ahead of the operator's own reads already waiting.
+    if (!this.waiting.has(operatorId) && this.mayRun(operatorId, w)) return Promise.resolve(this.grant(operatorId, w));
     const line = this.waiting.get(operatorId) ?? [];
     if (line.length >= this.limits.maxWaiting) return Promise.reject(this.refusal('waiting'));
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         operatorId,
+        weight: w,
         grant: (release) => {
           done();
           resolve(release);
@@ -69,7 +75,7 @@ export class QueryGate {
           reject(err);
         },
       };
-      const timer = setTimeout(() => this.withdraw(waiter, this.refusal(this.atOwnCap(operatorId) ? 'timeout' : 'busy')), this.limits.maxWaitMs);
+      const timer = setTimeout(() => this.withdraw(waiter, this.refusal(this.atOwnCap(operatorId, w) ? 'timeout' : 'busy')), this.limits.maxWaitMs);
       // Nobody reads this answer: the client is gone; withdrawing frees its place in line.
       const onAbort = () => this.withdraw(waiter, new AppError(503, 'SERVICE_UNAVAILABLE', 'request abandoned while waiting for its turn'));
       const done = () => {
@@ -83,25 +89,25 @@ export class QueryGate {
     });
   }
 
-  private atOwnCap(operatorId: string): boolean {
-    return (this.running.get(operatorId) ?? 0) >= this.limits.perOperator;
+  private atOwnCap(operatorId: string, weight = 1): boolean {
+    return (this.running.get(operatorId) ?? 0) + weight > this.limits.perOperator;
   }
 
-  private mayRun(operatorId: string): boolean {
-    return this.runningTotal < this.limits.total && !this.atOwnCap(operatorId);
+  private mayRun(operatorId: string, weight: number): boolean {
+    return this.runningTotal + weight <= this.limits.total && !this.atOwnCap(operatorId, weight);
   }
 
-  private grant(operatorId: string): () => void {
-    this.running.set(operatorId, (this.running.get(operatorId) ?? 0) + 1);
-    this.runningTotal++;
+  private grant(operatorId: string, weight: number): () => void {
+    this.running.set(operatorId, (this.running.get(operatorId) ?? 0) + weight);
+    this.runningTotal += weight;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const left = (this.running.get(operatorId) ?? 1) - 1;
+      const left = (this.running.get(operatorId) ?? weight) - weight;
       if (left === 0) this.running.delete(operatorId);
       else this.running.set(operatorId, left);
-      this.runningTotal--;
+      this.runningTotal -= weight;
       this.admitNext();
     };
   }
@@ -111,7 +117,7 @@ export class QueryGate {
     for (let passed = 0; passed < this.turns.length && this.runningTotal < this.limits.total; ) {
       const operatorId = this.turns.shift()!;
       const line = this.waiting.get(operatorId)!;
-      if (this.atOwnCap(operatorId)) {
+      if (!this.mayRun(operatorId, line[0]!.weight)) {
         this.turns.push(operatorId);
         passed++;
         continue;
@@ -120,7 +126,7 @@ export class QueryGate {
       if (line.length === 0) this.waiting.delete(operatorId);
       else this.turns.push(operatorId);
       passed = 0;
-      waiter.grant(this.grant(operatorId));
+      waiter.grant(this.grant(operatorId, waiter.weight));
     }
   }
 

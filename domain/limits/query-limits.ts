@@ -1,9 +1,31 @@
 import { AppError } from '../../lib/errors.js';
 import type { Config } from '../../lib/config.js';
 
+/**
+ * ClickHouse priorities of api reads (smaller runs first; 0, the pipeline's, is outside the
+ * scheme): a large read is paused while any normal one runs, so a long range at a fine resolution
+ * cannot hold up a dashboard's chart.
+ */
+export const PRIORITY = { normal: 1, large: 2 } as const;
+
+/**
+ * ClickHouse settings of an expensive read's statements: a large one runs at the lower priority on
+ * one thread, so however long it runs it holds at most one core, and yields that to smaller reads.
+ */
+export const NORMAL_READ_SETTINGS = { priority: String(PRIORITY.normal) };
+export const LARGE_READ_SETTINGS = { priority: String(PRIORITY.large), max_threads: '1' };
+
+/** Telemetry buckets (keys × buckets) above which a read is large. */
+export const LARGE_READ_POINTS = 10_000;
+export const isLargeRead = (points: number): boolean => points > LARGE_READ_POINTS;
+
+/** Ranges of dashboard and analytics reads that make them large. */
+export const LONG_RANGES: ReadonlySet<string> = new Set(['30d', '90d']);
+
 /** ClickHouse's own limits on one api read, from the configuration (docs/limits.md). */
 export function readLimits(cfg: Config): Record<string, string | number> {
   return {
+    priority: PRIORITY.normal,
     max_execution_time: cfg.QUERY_MAX_EXECUTION_SECONDS,
     max_rows_to_read: cfg.QUERY_MAX_ROWS_TO_READ,
     max_result_bytes: cfg.QUERY_MAX_RESULT_BYTES,

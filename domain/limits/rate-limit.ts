@@ -39,6 +39,8 @@ export class RateLimiter {
   private readonly now: () => number;
   private local = new Map<string, number>();
   private localWindow = -1;
+  /** Keys (by digest) refused over their operator's limit, with the end of that window. */
+  private closed = new Map<string, { windowEnd: number; limit: number }>();
 
   constructor(private readonly redis: Redis, opts: RateLimiterOptions = {}) {
     this.limits = { ...RATE_LIMITS, unauthenticated: DEFAULT_UNAUTHENTICATED_LIMIT, ...opts.limits };
@@ -63,6 +65,28 @@ export class RateLimiter {
       resetSeconds: Math.max(1, Math.ceil(((window + 1) * RATE_WINDOW_MS - now) / 1000)),
       mode: shared === undefined ? 'local-fallback' : 'shared',
     };
+  }
+
+  /**
+   * The refusal again of a key already refused over its operator's limit in this window, from
+   * memory: no key lookup, no Redis round trip, so a client hammering a closed window costs next to
+   * nothing. `undefined` when the key has no such refusal (it then goes the usual way).
+   */
+  refusedEarlier(keyDigest: string, bucket: RateBucket): RateDecision | undefined {
+    const entry = this.closed.get(`${bucket}:${keyDigest}`);
+    const now = this.now();
+    if (!entry || now >= entry.windowEnd) return undefined;
+    const resetSeconds = Math.max(1, Math.ceil((entry.windowEnd - now) / 1000));
+    return { allowed: false, limit: entry.limit, remaining: 0, resetSeconds, mode: 'shared' };
+  }
+
+  /** Remembers a key refused by `hit` until its window ends (see `refusedEarlier`). */
+  noteRefused(keyDigest: string, bucket: RateBucket): void {
+    const now = this.now();
+    const windowEnd = (Math.floor(now / RATE_WINDOW_MS) + 1) * RATE_WINDOW_MS;
+    // Entries of past windows go in bulk; at most one per key refused in the current window stays.
+    if (this.closed.size >= 10_000) for (const [k, e] of this.closed) if (e.windowEnd <= now) this.closed.delete(k);
+    this.closed.set(`${bucket}:${keyDigest}`, { windowEnd, limit: this.limits[bucket] });
   }
 
   private async incrShared(key: string, by: number): Promise<number | undefined> {

@@ -1,6 +1,7 @@
 import type { Ch } from '../../clickhouse/client.js';
 import { telemetryDocument, telemetrySeries, type Aggregation } from '../../clickhouse/queries/telemetry.js';
 import { JsonStream } from '../../lib/json-stream.js';
+import { isLargeRead } from '../limits/query-limits.js';
 import type { TelemetryKey } from '../../lib/events.js';
 import type { Queryable } from '../../postgres/client.js';
 import { ownedVenue } from '../venues/access.js';
@@ -40,7 +41,8 @@ export async function getTelemetry(
   // ClickHouse builds, streamed through: tens of thousands of points are never decoded here.
   if (req.fill === 'none' && plan.resolution !== '1d') {
     if (plan.count === 0) return JsonStream.of(JSON.stringify(Object.fromEntries(req.keys.map((k) => [k, []]))));
-    return new JsonStream(await telemetryDocument(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg }));
+    const sequential = isLargeRead(req.keys.length * plan.count);
+    return new JsonStream(await telemetryDocument(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg }, { sequential }));
   }
   const rows =
     plan.count === 0

@@ -75,6 +75,13 @@ describe('MCP batches and result size', () => {
       const big = (await client.callTool({ name: 'list_venues', arguments: { limit: 50 } })) as CallToolResult;
       expect(big.isError).toBe(true);
       expect((big.content[0] as { text: string }).text).toMatch(/^VALIDATION_ERROR: the answer is larger than 2048 bytes.*shorter time range, fewer keys or a coarser interval/);
+      // A telemetry call whose buckets alone can outgrow the cap is refused before any query.
+      const now = Date.now();
+      const hour = (await client.callTool({ name: 'get_telemetry', arguments: { venue_id: venueId, keys: 'co2', startTs: now - 3_600_000, endTs: now, interval: 60_000 } })) as CallToolResult;
+      expect(hour.isError).toBe(true);
+      expect((hour.content[0] as { text: string }).text).toMatch(/^VALIDATION_ERROR: the answer can be larger than 2048 bytes/);
+      const minutes = (await client.callTool({ name: 'get_telemetry', arguments: { venue_id: venueId, keys: 'co2', startTs: now - 1_200_000, endTs: now, interval: 60_000 } })) as CallToolResult;
+      expect(minutes.isError, JSON.stringify(minutes.content)).toBeFalsy();
       const small = (await client.callTool({ name: 'list_venues', arguments: { limit: 2 } })) as CallToolResult;
       expect(small.isError).toBeFalsy();
       expect((small.structuredContent as { data: unknown[] }).data).toHaveLength(2);

@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATIONS } from '../../apps/api/operations/index.js';
+import { chRows, chsql, scopedSettings } from '../../clickhouse/client.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
+import { parseInput } from '../../lib/validate.js';
 import { QueryGate } from '../../domain/limits/query-gate.js';
+import { LARGE_READ_SETTINGS } from '../../domain/limits/query-limits.js';
 import { AppError } from '../../lib/errors.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
@@ -49,6 +53,24 @@ describe('the query gate', () => {
     held();
     await Promise.all(queued);
     expect(order).toEqual(['a', 'b', 'c', 'a', 'a']);
+  });
+
+  it('gives a large read all of its operator’s turns, and keeps it in line ahead of the operator’s later reads', async () => {
+    const gate = new QueryGate({ perOperator: 2, total: 10, maxWaiting: 10, maxWaitMs: 5_000 });
+    const small = await gate.acquire('a');
+    const order: string[] = [];
+    const large = gate.acquire('a', undefined, Infinity).then((release) => (order.push('large'), release));
+    const later = gate.acquire('a').then((release) => (order.push('later'), release));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(order).toEqual([]);
+    expect(gate.load()).toEqual({ running: 1, waiting: 2 });
+    small();
+    const releaseLarge = await large;
+    expect(gate.load()).toEqual({ running: 2, waiting: 1 });
+    releaseLarge();
+    (await later)();
+    expect(order).toEqual(['large', 'later']);
+    expect(gate.load()).toEqual({ running: 0, waiting: 0 });
   });
 
   it('refuses a read that waits too long with 429 and Retry-After, or 503 when everyone’s reads fill the instance', async () => {
@@ -153,5 +175,29 @@ describe('cost limits through the API', () => {
     } finally {
       await limited.close();
     }
+  });
+
+  it('sends every api statement with the read limits at normal priority, and a large read at the lower one', async () => {
+    const settingOf = async (ch: typeof api.services.ch, name: string) =>
+      (await chRows<{ value: string }>(ch, chsql`SELECT value FROM system.settings WHERE name = ${name}`))[0]!.value;
+    const setting = (name: string) => settingOf(api.deps.services.ch, name);
+    expect(await setting('priority')).toBe('1');
+    expect(await setting('max_execution_time')).toBe('15');
+    expect(await setting('max_rows_to_read')).toBe('300000000');
+    expect(await scopedSettings.run(LARGE_READ_SETTINGS, () => Promise.all([setting('priority'), setting('max_threads')]))).toEqual(['2', '1']);
+    // The engines' own client, as the pipeline has it, is outside the scheme.
+    expect(await settingOf(api.services.ch, 'priority')).toBe('0');
+
+    const op = (id: string) => OPERATIONS.find((o) => o.id === id)!;
+    const large = (id: string, query: Record<string, string>) => op(id).large!(parseInput(op(id).query!, query, 'query'));
+    const now = Date.now();
+    const week = { startTs: String(now - 14 * 86_400_000), endTs: String(now) };
+    expect(large('getTelemetry', { keys: 'occupancy,temperature,co2,humidity,noise,entries,exits,devices', ...week, interval: '60000' })).toBe(true);
+    expect(large('getTelemetry', { keys: 'occupancy', startTs: String(now - 86_400_000), endTs: String(now), interval: '3600000' })).toBe(false);
+    expect(large('getTelemetry', { keys: 'occupancy', ...week, interval: '3600000' })).toBe(false);
+    expect(large('getDwell', { range: '90d' })).toBe(true);
+    expect(large('getDwell', { range: '24h' })).toBe(false);
+    expect(large('getVisitorScoring', { range: '30d' })).toBe(true);
+    expect(large('getDashboardEvents', { range: '7d' })).toBe(false);
   });
 });

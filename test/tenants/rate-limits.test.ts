@@ -81,6 +81,18 @@ describe('RateLimiter against real Redis', () => {
     away.disconnect();
   });
 
+  it('remembers a key refused in this window, and forgets it when the window ends', async () => {
+    let now = T0;
+    const limiter = new RateLimiter(redis, { limits: small, now: () => now });
+    expect(limiter.refusedEarlier('digest', 'api')).toBeUndefined();
+    limiter.noteRefused('digest', 'api');
+    expect(limiter.refusedEarlier('digest', 'api')).toMatchObject({ allowed: false, limit: 10, remaining: 0, resetSeconds: 15 });
+    expect(limiter.refusedEarlier('digest', 'ingest')).toBeUndefined();
+    expect(limiter.refusedEarlier('other', 'api')).toBeUndefined();
+    now = T0 + 14_700;
+    expect(limiter.refusedEarlier('digest', 'api')).toBeUndefined();
+  });
+
   it('uses the spec limits by default, and the ingest bucket only for POST /ingest', () => {
     expect(RATE_LIMITS).toEqual({ ingest: 100, api: 1000 });
     const ingestBucket = OPERATIONS.filter((op) => meteringOf(op)?.rate === 'ingest').map((op) => `${op.method} ${op.path}`);
@@ -151,6 +163,13 @@ describe('rate limits through the API (real limits)', () => {
       expect(rateHeaders(refused)).toEqual({ limit: '1000', remaining: '0', reset: String(retryAfter) });
       expect(refused.body.details.retryAfter).toBe(retryAfter);
     }
+    // From now on the key is refused from each instance's memory: the shared counter stops moving,
+    // and the answer is the same 429.
+    const counter = () => api1.services.redis.get(`rl:api:${op.id}:${Math.floor(Date.now() / 60_000)}`);
+    const counted = await counter();
+    const again = await burst([api1, api2], '/api/keys', op.key, 50);
+    expect(again.every((r) => r.status === 429 && r.body.code === 'RATE_LIMITED' && Number(r.headers.get('retry-after')) >= 1)).toBe(true);
+    expect(await counter()).toBe(counted);
     // Another operator, and the public endpoints, are untouched.
     expect((await request(`${api1.url}/api/keys`, { key: bystander.key })).status).toBe(200);
     for (const path of ['/health', '/api/status', '/openapi.json']) {

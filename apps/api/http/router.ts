@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { countUsage } from '../../../domain/limits/quotas.js';
-import { rateLimitHeaders, rateLimited, type RateLimiter } from '../../../domain/limits/rate-limit.js';
+import type { RateLimiter } from '../../../domain/limits/rate-limit.js';
+import { countRequests, refuseKnownOverLimit } from '../middleware/rate-limit.js';
 import { JsonStream } from '../../../lib/json-stream.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { ApiDeps } from '../deps.js';
@@ -26,15 +27,11 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
       let context: OperationContext | BearerContext = { deps, log: ctx.state.log, operations };
       if (op.auth === 'admin') await limitingFailures(limiter, ctx, () => adminAuth(cfg.ADMIN_SECRET, ctx));
       if (op.auth === 'bearer') {
+        if (metering) refuseKnownOverLimit(limiter, ctx, metering.rate);
         const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
         ctx.state.log = ctx.state.log.child({ operatorId: operator.id });
         context = { deps, log: ctx.state.log, operations, operator, apiKey };
-        if (limiter && metering) {
-          const decision = await limiter.hit(operator.id, metering.rate);
-          if (!decision.allowed) throw rateLimited(decision, metering.rate);
-          // Set before the handler runs, so error responses carry the headers too.
-          ctx.set(rateLimitHeaders(decision));
-        }
+        if (limiter && metering) await countRequests(limiter, ctx, { operatorId: operator.id, apiKey }, metering.rate);
         if (metering && metering.quota !== 'none') await countUsage(db, operator, metering.quota);
       }
       const body = op.body ? await readJsonBody(ctx, { checkedPerItem: op.checkedPerItem }) : undefined;

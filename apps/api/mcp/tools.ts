@@ -63,11 +63,12 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
           } catch (err) {
             throw withArgumentNames(err, argName);
           }
+          const cap = ctx.deps.services.cfg.MCP_MAX_RESULT_BYTES;
+          if (op.answerBytes && op.answerBytes(input.query) > cap) throw tooLarge(cap, 'can be');
           const result = await invoke(op, input, ctx);
           const body = result instanceof Reply ? result.body : result;
-          const cap = ctx.deps.services.cfg.MCP_MAX_RESULT_BYTES;
           const text = body instanceof JsonStream ? await body.textUpTo(cap) : JSON.stringify(body);
-          if (text === undefined || Buffer.byteLength(text) > cap) throw tooLarge(cap);
+          if (text === undefined || Buffer.byteLength(text) > cap) throw tooLarge(cap, 'is');
           return text;
         },
       },
@@ -75,9 +76,12 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
   });
 }
 
-/** An answer an agent cannot use whole: the same 400 as a range over the point cap, saying how to narrow it. */
-function tooLarge(cap: number): AppError {
-  const message = `the answer is larger than ${cap} bytes, the most a tool result carries; ask for a shorter time range, fewer keys or a coarser interval`;
+/**
+ * An answer an agent cannot use whole: the same 400 as a range over the point cap, saying how to
+ * narrow it; refused before the query when the arguments alone say it can be too large.
+ */
+function tooLarge(cap: number, verb: 'is' | 'can be'): AppError {
+  const message = `the answer ${verb} larger than ${cap} bytes, the most a tool result carries; ask for a shorter time range, fewer keys or a coarser interval`;
   return new AppError(400, 'VALIDATION_ERROR', message, [{ field: 'arguments', message }]);
 }
 

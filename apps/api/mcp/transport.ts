@@ -5,7 +5,8 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, DEFAULT_NEGOTIATED_PROTOCOL_VERSION, ErrorCode as RpcError, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { countUsage } from '../../../domain/limits/quotas.js';
-import { rateLimitHeaders, rateLimited, type RateLimiter } from '../../../domain/limits/rate-limit.js';
+import type { RateLimiter } from '../../../domain/limits/rate-limit.js';
+import { countRequests, refuseKnownOverLimit } from '../middleware/rate-limit.js';
 import { AppError } from '../../../lib/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { bearerAuth, limitingFailures } from '../middleware/auth.js';
@@ -63,6 +64,7 @@ export function mountMcp(router: Router, deps: ApiDeps, operations: readonly Any
   const tools = toolsFrom(operations);
   const { db } = deps.services;
   router.post(MCP_PATH, async (ctx: Context) => {
+    refuseKnownOverLimit(limiter, ctx, 'api');
     const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
     ctx.state.log = ctx.state.log.child({ operatorId: operator.id, transport: 'mcp' });
     // Lone surrogates under `params` (tool names, arguments) are left to the tool's own validation,
@@ -77,12 +79,8 @@ export function mountMcp(router: Router, deps: ApiDeps, operations: readonly Any
         return;
       }
     }
-    if (limiter) {
-      // Each message of a batch is a request of the rate limit, as if sent on its own.
-      const decision = await limiter.hit(operator.id, 'api', messages);
-      if (!decision.allowed) throw rateLimited(decision, 'api');
-      ctx.set(rateLimitHeaders(decision));
-    }
+    // Each message of a batch is a request of the rate limit, as if sent on its own.
+    if (limiter) await countRequests(limiter, ctx, { operatorId: operator.id, apiKey }, 'api', messages);
     const server = serverFor(tools, { deps, log: ctx.state.log, operations, operator, apiKey });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.on('close', () => {

@@ -4,6 +4,7 @@ import { DWELL_RANGES, dwellOutput, venueDwell } from '../../../domain/analytics
 import { venueOccupancy, venueOccupancyOutput } from '../../../domain/analytics/occupancy.js';
 import { predictionOutput, predictOccupancy } from '../../../domain/analytics/predictions.js';
 import { SCORING_RANGES, scoringOutput, visitorScoring } from '../../../domain/analytics/scoring.js';
+import { LONG_RANGES } from '../../../domain/limits/query-limits.js';
 import { operation } from './operation.js';
 import { queryInt, VENUE_ERRORS, venueParams } from './schemas.js';
 
@@ -45,6 +46,7 @@ export const analyticsOperations = [
     tag: 'Analytics',
     auth: 'bearer',
     cost: 'expensive',
+    large: (q) => LONG_RANGES.has(q.range),
     params: venueParams,
     query: dwellQuery,
     response: { status: 200, description: 'The whole venue first (zone_id "default", "Entire Venue"), then each active zone', schema: dwellOutput },
@@ -66,6 +68,7 @@ export const analyticsOperations = [
     tag: 'Analytics',
     auth: 'bearer',
     cost: 'expensive',
+    large: (q) => LONG_RANGES.has(q.range),
     params: venueParams,
     query: scoringQuery,
     response: { status: 200, description: 'All four segments in order; percentages sum to 100 (all 0 without visitors)', schema: scoringOutput },

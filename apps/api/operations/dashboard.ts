@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DASHBOARD_RANGES, dashboardEvents, dashboardStats, type DashboardRange } from '../../../domain/dashboard/dashboard.js';
+import { LONG_RANGES } from '../../../domain/limits/query-limits.js';
 import { operation } from './operation.js';
 import { count } from './schemas.js';
 
@@ -39,6 +40,7 @@ export const dashboardOperations = [
     tag: 'Dashboard',
     auth: 'bearer',
     cost: 'expensive',
+    large: (q) => LONG_RANGES.has(q.range),
     query: dashboardEventsQuery,
     response: {
       status: 200,

@@ -103,6 +103,16 @@ export interface Operation<
    * the operator's few concurrent expensive reads (domain/limits/query-gate.ts).
    */
   cost?: 'expensive';
+  /**
+   * Says from the parsed query when an expensive read is large (a long range at a fine resolution):
+   * a large read runs at ClickHouse's lower priority, paused while any smaller api read runs.
+   */
+  large?: (query: Out<Q>) => boolean;
+  /**
+   * The most the answer can take, in bytes of JSON, from the parsed query: an MCP call whose answer
+   * can outgrow the tool result cap is refused before anything is read.
+   */
+  answerBytes?: (query: Out<Q>) => number;
   params?: P;
   query?: Q;
   /** Request headers the operation reads (lower-case names), validated like the rest of the input. */

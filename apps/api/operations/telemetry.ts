@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AGGREGATIONS } from '../../../clickhouse/queries/telemetry.js';
 import { TELEMETRY_POINT_CAP } from '../../../domain/telemetry/buckets.js';
+import { isLargeRead } from '../../../domain/limits/query-limits.js';
 import { FILLS, getTelemetry } from '../../../domain/telemetry/telemetry.js';
 import { MAX_TS_MS, TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/events.js';
 import { operation } from './operation.js';
@@ -35,6 +36,9 @@ const telemetryQuery = z
   })
   .refine((q) => q.startTs < q.endTs, { path: ['endTs'], message: 'must be greater than startTs' });
 
+/** The longest point: `{"ts":` 13 digits `,"value":` a negative 17-digit float with exponent `},`. */
+const MAX_POINT_BYTES = 48;
+
 const point = z.object({ ts: z.number().int().describe('bucket start, epoch ms'), value: z.number().nullable() });
 
 export const telemetryOperations = [
@@ -46,6 +50,8 @@ export const telemetryOperations = [
     tag: 'Telemetry',
     auth: 'bearer',
     cost: 'expensive',
+    answerBytes: (q) => (q.interval <= 0 ? Infinity : q.keys.length * Math.ceil((q.endTs - q.startTs) / q.interval) * MAX_POINT_BYTES),
+    large: (q) => q.interval <= 0 || isLargeRead(q.keys.length * Math.ceil((q.endTs - q.startTs) / q.interval)),
     params: venueParams,
     query: telemetryQuery,
     response: {
