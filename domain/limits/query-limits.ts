@@ -1,3 +1,4 @@
+import type { ClickHouseSettings } from '@clickhouse/client';
 import { AppError } from '../../lib/errors.js';
 import type { Config } from '../../lib/config.js';
 
@@ -12,8 +13,8 @@ export const PRIORITY = { normal: 1, large: 2 } as const;
  * ClickHouse settings of an expensive read's statements: a large one runs at the lower priority on
  * one thread, so however long it runs it holds at most one core, and yields that to smaller reads.
  */
-export const NORMAL_READ_SETTINGS = { priority: String(PRIORITY.normal) };
-export const LARGE_READ_SETTINGS = { priority: String(PRIORITY.large), max_threads: '1' };
+export const NORMAL_READ_SETTINGS: ClickHouseSettings = { priority: String(PRIORITY.normal) };
+export const LARGE_READ_SETTINGS: ClickHouseSettings = { priority: String(PRIORITY.large), max_threads: 1 };
 
 /** Telemetry buckets (keys × buckets) above which a read is large. */
 export const LARGE_READ_POINTS = 10_000;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATIONS } from '../../apps/api/operations/index.js';
 import { koaPath, meteringOf, TAGS, type BearerContext } from '../../apps/api/operations/operation.js';
-import { toolsFrom } from '../../apps/api/mcp/tools.js';
+import { ResultBudget, toolsFrom } from '../../apps/api/mcp/tools.js';
 import { authenticate } from '../../domain/tenants/operators.js';
 import { AppError } from '../../lib/errors.js';
 import { startApi, type RunningApi } from '../support/env.js';
@@ -77,6 +77,23 @@ describe('MCP tools generated from the declarations', () => {
       expect(same(fromTool), name).toEqual(same(rest.body));
       expect(tool(name).outputSchema!.safeParse(fromTool).success, name).toBe(true);
     }
+  });
+
+  it('share one result budget among the calls of a request: what the arguments can take is set aside before any query', async () => {
+    const venue = await newVenue(api, a.key, { name: 'Budget venue' });
+    const ctx = await contextOf(a);
+    const now = Date.now();
+    // 20 one-minute buckets of one key can take 20 × 48 bytes: two fit in 2,048, a third does not.
+    const args = { venue_id: venue.id, keys: 'co2', startTs: now - 1_200_000, endTs: now, interval: 60_000 };
+    const budget = new ResultBudget(2048);
+    const answers = await Promise.allSettled([1, 2, 3].map(() => tool('get_telemetry').call(args, ctx, budget)));
+    expect(answers.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    const refused = (answers[2] as PromiseRejectedResult).reason as AppError;
+    expect(refused.code).toBe('VALIDATION_ERROR');
+    expect(refused.message).toMatch(/larger than the 128 bytes left of the 2048 that the tool results of one request share; send fewer calls per batch/);
+    // What the answers really took is all that stays spent.
+    const spent = answers.slice(0, 2).reduce((n, r) => n + Buffer.byteLength((r as PromiseFulfilledResult<string>).value), 0);
+    expect(budget.left).toBe(2048 - spent);
   });
 
   it('refuse bad arguments naming the tool’s own argument, and another operator’s venue with FORBIDDEN', async () => {

@@ -55,9 +55,9 @@ describe('MCP batches and result size', () => {
 
   it('counts every message of a 2025-03-26 batch against the rate limit and the MCP quota, as if each came alone', async () => {
     const before = await mcpQueries();
-    const single = await post(call(1, 'get_venue', { venue_id: venueId }), '2025-03-26');
+    const single = await post(call(1, 'list_alarms', { limit: 1 }), '2025-03-26');
     expect(single.status).toBe(200);
-    const batch = Array.from({ length: 10 }, (_, i) => call(i + 1, 'get_venue', { venue_id: venueId }));
+    const batch = Array.from({ length: 10 }, (_, i) => call(i + 1, 'list_alarms', { limit: 1 }));
     // Without the header the server assumes 2025-03-26, as the specification says.
     const res = await post(batch);
     expect(res.status).toBe(200);

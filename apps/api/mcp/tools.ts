@@ -21,7 +21,7 @@ export interface GeneratedTool {
    * Validates the arguments (400 VALIDATION_ERROR naming each bad argument), calls the domain and
    * answers the result as JSON text, refused (400) when longer than the configured MCP result cap.
    */
-  call(args: Record<string, unknown>, ctx: BearerContext): Promise<string>;
+  call(args: Record<string, unknown>, ctx: BearerContext, budget?: ResultBudget): Promise<string>;
 }
 
 const asQueryValue = (v: unknown) => (typeof v === 'number' || typeof v === 'boolean' ? String(v) : v);
@@ -51,7 +51,7 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
         inputSchema: z.object(shape),
         outputSchema: op.response.schema,
         annotations: { title: op.summary, readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-        async call(args: Record<string, unknown>, ctx: BearerContext) {
+        async call(args: Record<string, unknown>, ctx: BearerContext, budget = new ResultBudget(ctx.deps.services.cfg.MCP_MAX_RESULT_BYTES)) {
           let input;
           try {
             input = {
@@ -63,13 +63,24 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
           } catch (err) {
             throw withArgumentNames(err, argName);
           }
-          const cap = ctx.deps.services.cfg.MCP_MAX_RESULT_BYTES;
-          if (op.answerBytes && op.answerBytes(input.query) > cap) throw tooLarge(cap, 'can be');
-          const result = await invoke(op, input, ctx);
-          const body = result instanceof Reply ? result.body : result;
-          const text = body instanceof JsonStream ? await body.textUpTo(cap) : JSON.stringify(body);
-          if (text === undefined || Buffer.byteLength(text) > cap) throw tooLarge(cap, 'is');
-          return text;
+          // What the arguments say the answer can take is set aside first, so the calls of a batch
+          // cannot all start reads that only one of them may answer.
+          const estimate = op.answerBytes?.(input.query) ?? 0;
+          const room = budget.left;
+          if (estimate > room) throw budget.tooLarge('can be', room);
+          budget.left -= estimate;
+          let used = 0;
+          try {
+            const result = await invoke(op, input, ctx);
+            const body = result instanceof Reply ? result.body : result;
+            const mayUse = budget.left + estimate;
+            const text = body instanceof JsonStream ? await body.textUpTo(mayUse) : JSON.stringify(body);
+            if (text === undefined || Buffer.byteLength(text) > mayUse) throw budget.tooLarge('is', mayUse);
+            used = Buffer.byteLength(text);
+            return text;
+          } finally {
+            budget.left += estimate - used;
+          }
         },
       },
     ];
@@ -77,12 +88,23 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
 }
 
 /**
- * An answer an agent cannot use whole: the same 400 as a range over the point cap, saying how to
- * narrow it; refused before the query when the arguments alone say it can be too large.
+ * The bytes of JSON the tool results of one MCP request may take together (a batch shares them),
+ * so neither one answer nor a batch of them can make the api build an answer of many megabytes.
  */
-function tooLarge(cap: number, verb: 'is' | 'can be'): AppError {
-  const message = `the answer ${verb} larger than ${cap} bytes, the most a tool result carries; ask for a shorter time range, fewer keys or a coarser interval`;
-  return new AppError(400, 'VALIDATION_ERROR', message, [{ field: 'arguments', message }]);
+export class ResultBudget {
+  left: number;
+  constructor(readonly cap: number) {
+    this.left = cap;
+  }
+
+  /** An answer an agent cannot use whole: the same 400 as a range over the point cap, saying how to narrow it. */
+  tooLarge(verb: 'is' | 'can be', room: number): AppError {
+    const message =
+      room >= this.cap
+        ? `the answer ${verb} larger than ${this.cap} bytes, the most a tool result carries; ask for a shorter time range, fewer keys or a coarser interval`
+        : `the answer ${verb} larger than the ${room} bytes left of the ${this.cap} that the tool results of one request share; send fewer calls per batch, or ask for shorter ranges, fewer keys or coarser intervals`;
+    return new AppError(400, 'VALIDATION_ERROR', message, [{ field: 'arguments', message }]);
+  }
 }
 
 /** A validation error names the tool's arguments (`venue_id`), not the route's parameters (`id`). */

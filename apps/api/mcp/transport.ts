@@ -12,7 +12,7 @@ import type { ApiDeps } from '../deps.js';
 import { bearerAuth, limitingFailures } from '../middleware/auth.js';
 import { readJsonBody } from '../middleware/body.js';
 import type { AnyOperation, BearerContext } from '../operations/operation.js';
-import { toolsFrom, type GeneratedTool } from './tools.js';
+import { ResultBudget, toolsFrom, type GeneratedTool } from './tools.js';
 
 export const MCP_PATH = '/mcp';
 const SERVER_INFO = { name: 'venue-telemetry', version: '1.0.0' };
@@ -27,6 +27,7 @@ function toolError(err: AppError): CallToolResult {
 
 /** The MCP server of one request: the generated tools, called as the authenticated operator. */
 function serverFor(tools: readonly GeneratedTool[], ctx: BearerContext): Server {
+  const budget = new ResultBudget(ctx.deps.services.cfg.MCP_MAX_RESULT_BYTES);
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
   const listed = tools.map((t) => ({
     name: t.name,
@@ -43,7 +44,7 @@ function serverFor(tools: readonly GeneratedTool[], ctx: BearerContext): Server 
     try {
       // Each tool call is one MCP query of the monthly quota (Free: refused past it, as a tool error).
       await countUsage(ctx.deps.services.db, ctx.operator, 'mcp_queries');
-      const text = await tool.call(request.params.arguments ?? {}, ctx);
+      const text = await tool.call(request.params.arguments ?? {}, ctx, budget);
       return { content: [{ type: 'text', text }], structuredContent: JSON.parse(text) as Record<string, unknown> };
     } catch (err) {
       if (err instanceof AppError && err.status < 500) return toolError(err);
