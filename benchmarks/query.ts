@@ -21,6 +21,7 @@ import { compactClosedPartitions } from '../pipeline/compaction.js';
 import { createHousekeepingCh } from '../pipeline/housekeeping.js';
 import { repoPath } from '../lib/paths.js';
 import { benchConfig, cpuSecondsOf, cpuShare, enginePids, machine, machineCpu, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { seedEventsSql, seedOccupancyUpdatesSql } from './lib/seed.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -195,69 +196,6 @@ async function createTenants(): Promise<Tenants> {
   return { mainKey, venues };
 }
 
-/**
- * Raw rows as the sink writes them (pipeline/sink/rows.ts), n in [off, off + len) of the venue's
- * `total` events spread evenly over [startSec, startSec + spanSec). Per ten events: three Verkada
- * environment readings (temperature, humidity, co2, noise), one Density occupancy, two entries and
- * one exit (with the count after it as occupancy), three Meraki device sightings (a pseudonym, no
- * metrics). Readings follow the venue's local opening hours (09:00–24:00) with some jitter.
- */
-function chunkSql(v: LoadedVenue, partition: number, total: number, off: number, len: number, startSec: number, spanSec: number): ChSql {
-  const topic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
-  return chsql`
-    INSERT INTO ${raw(DB)}.events (event_id, operator_id, venue_id, zone_id, connector_type, event_type, ts, local_day, ts_ms, received_at,
-                                   device, randomized_mac, metric_names, metric_values, payload, retention_days, kafka_topic, kafka_partition, kafka_offset)
-    SELECT generateUUIDv4(), toUUID(${v.operatorId}), toUUID(${v.id}),
-           multiIf(kind IN ('entry', 'exit'), ${v.zones.entrance}, kind = 'device_seen', '', ${v.zones.hall}),
-           multiIf(kind = 'environment', 'verkada', kind = 'device_seen', 'meraki', 'density'),
-           kind, ts, toDate(ts, ${v.timezone}), toUInt16(n * 7919 % 1000), ts + 1 + n % 3,
-           device, toUInt8(device != '' AND dev % 3 = 0),
-           multiIf(kind = 'environment', ['temperature', 'humidity', 'co2', 'noise'], kind = 'occupancy', ['occupancy'],
-                   kind = 'entry', ['entries', 'occupancy'], kind = 'exit', ['exits', 'occupancy'], emptyArrayString()),
-           multiIf(kind = 'environment', [temperature, humidity, co2, noise], kind = 'occupancy', [occupancy],
-                   kind IN ('entry', 'exit'), [1., occupancy], emptyArrayFloat64()),
-           multiIf(kind = 'environment', concat('{"device_id":"sv11_', toString(n % 6), '","temperature":', toString(temperature),
-                                                ',"humidity":', toString(humidity), ',"co2":', toString(co2), ',"noise":', toString(noise), '}'),
-                   kind = 'occupancy', concat('{"space_id":"spc_1","update_type":"live","occupancy":', toString(occupancy), '}'),
-                   kind = 'entry', concat('{"space_id":"spc_1","doorway_id":"drw_1","direction":1,"count":', toString(occupancy), '}'),
-                   kind = 'exit', concat('{"space_id":"spc_1","doorway_id":"drw_1","direction":-1,"count":', toString(occupancy), '}'),
-                   concat('{"clientMac":"', device, '","apMac":"00:18:0a:13:dd:b0","ssid":"Guest WiFi","rssi":', toString(20 + n % 50),
-                          ',"os":"iOS","manufacturer":"Apple","radio":"WiFi"}')),
-           ${v.retentionDays}, ${topic}, ${partition}, n
-      FROM (
-        SELECT n, ts,
-               arrayElement(['environment', 'environment', 'environment', 'occupancy', 'entry', 'entry', 'exit',
-                             'device_seen', 'device_seen', 'device_seen'], n % 10 + 1) AS kind,
-               (intHash32(n) % 1000) / 1000 AS jitter,
-               (toHour(ts, ${v.timezone}) * 60 + toMinute(ts, ${v.timezone})) / 1440 AS day_fraction,
-               if(day_fraction >= 0.375, sin(pi() * (day_fraction - 0.375) / 0.625), 0) AS busy,
-               round(20 + 3 * busy + jitter - 0.5, 1) AS temperature,
-               round(38 + 10 * busy + 4 * jitter, 1) AS humidity,
-               round(420 + 900 * busy + 50 * jitter) AS co2,
-               round(35 + 40 * busy + 5 * jitter, 1) AS noise,
-               round(${v.capacity} * busy * (0.85 + 0.3 * jitter)) AS occupancy,
-               intHash32(n * 31 + 7) % 20000 AS dev,
-               if(kind = 'device_seen', lower(hex(MD5(concat(${v.id}, ':', toString(dev))))), '') AS device
-          FROM (SELECT number + ${off} AS n, toDateTime(${startSec} + intDiv((number + ${off}) * ${spanSec}, ${total}), 'UTC') AS ts
-                  FROM numbers(${len}))
-      )`;
-}
-
-/**
- * The `occupancy` key is served from the occupancy processor's updates, not from the events'
- * readings (those are `occupancy_reported`): one whole-venue update per counting event, the
- * figure it carries, as the processor writes them.
- */
-function occupancyUpdatesSql(v: LoadedVenue): ChSql {
-  return chsql`
-    INSERT INTO ${raw(DB)}.occupancy_updates (operator_id, venue_id, zone_id, ts, ts_ms, local_day, value, capacity, percent, reason, clamped,
-                                              retention_days, kafka_topic, kafka_partition, kafka_offset)
-    SELECT operator_id, venue_id, '', ts, ts_ms, local_day, metric_values[indexOf(metric_names, 'occupancy')], NULL, NULL,
-           if(event_type = 'occupancy', 'count', 'flow'), 0, retention_days, kafka_topic, kafka_partition, kafka_offset
-      FROM ${raw(DB)}.events
-     WHERE operator_id = toUUID(${v.operatorId}) AND venue_id = toUUID(${v.id}) AND has(metric_names, 'occupancy')`;
-}
-
 async function load(venues: LoadedVenue[], endSec: number): Promise<{ seconds: number; events: number }> {
   const spanSec = DAYS * 86_400;
   const startSec = endSec - spanSec;
@@ -268,12 +206,12 @@ async function load(venues: LoadedVenue[], endSec: number): Promise<{ seconds: n
     for (let off = 0; off < total; off += CHUNK) {
       const len = Math.min(CHUNK, total - off);
       const t0 = performance.now();
-      await loader.command({ query: chunkSql(v, i % cfg.KAFKA_PARTITIONS, total, off, len, startSec, spanSec).text });
+      await loader.command({ query: seedEventsSql(DB, topicNames(cfg.KAFKA_TOPIC_PREFIX).events, v, i % cfg.KAFKA_PARTITIONS, total, off, len, startSec, spanSec).text });
       done += len;
       const s = (performance.now() - t0) / 1000;
       console.log(`  ${v.name}: ${off + len}/${total} events (${round(len / s / 1000, 0)}k/s); ${done}/${EVENTS} in ${round((performance.now() - started) / 1000)} s`);
     }
-    await loader.command({ query: occupancyUpdatesSql(v).text });
+    await loader.command({ query: seedOccupancyUpdatesSql(DB, v).text });
   }
   return { seconds: (performance.now() - started) / 1000, events: done };
 }

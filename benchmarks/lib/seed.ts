@@ -12,7 +12,7 @@ export interface SeedVenue {
 }
 
 /**
- * Raw rows as the sink writes them (pipeline/sink/rows.ts), the same generator as bench:query:
+ * Raw rows as the sink writes them (pipeline/sink/rows.ts), for bench:query and bench:fairness:
  * n in [off, off + len) of the venue's `total` events spread evenly over [startSec, startSec +
  * spanSec). Per ten events: three Verkada environment readings (temperature, humidity, co2, noise),
  * one Density occupancy, two entries and one exit (with the count after it as occupancy), three
