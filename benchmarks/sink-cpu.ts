@@ -1,10 +1,10 @@
 /**
  * bench:sink-cpu: the events sink's own CPU per event, without I/O: decode an events-topic message
  * (the api's own encoding of the bodies bench:ingest sends), check each event against the contract,
- * build the ClickHouse rows and encode them as JSONEachRow, as the sink streams them to ClickHouse.
+ * build the ClickHouse rows and encode them as TabSeparated, as the sink streams them to ClickHouse.
  * One thread, no engines, like bench:api-cpu. See benchmarks/README.md#benchsink-cpu.
  */
-import { jsonEachRowChunks } from '../clickhouse/client.js';
+import { eventTsvChunks } from '../clickhouse/queries/events.js';
 import { checkEvents, toCanonical } from '../domain/ingest/ingest.js';
 import { encodeEventMessages } from '../lib/events.js';
 import { eventsTarget } from '../pipeline/sink/events-sink.js';
@@ -37,7 +37,7 @@ function handle(values: Buffer[], offset: number): Record<(typeof STAGES)[number
   });
   const t2 = performance.now();
   let bytes = 0;
-  for (const chunk of jsonEachRowChunks(rows)) bytes += chunk.length;
+  for (const chunk of eventTsvChunks(rows)) bytes += chunk.length;
   if (bytes === 0) throw new Error('nothing encoded');
   const t3 = performance.now();
   return { decode: t1 - t0, rows: t2 - t1, encode: t3 - t2 };
