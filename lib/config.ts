@@ -25,6 +25,11 @@ function isAddressOrBlock(entry: string): boolean {
 const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * The level of the api's one line per answered request. `npm run up` sets debug, so its terminal
+   * shows what happens rather than every call of the dashboard (`--access-log` brings them back).
+   */
+  ACCESS_LOG_LEVEL: z.enum(['info', 'debug']).default('info'),
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:8080'),
   API_HOST: z.string().min(1).default('127.0.0.1'),
   API_PORT: port.default(3000),

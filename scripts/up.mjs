@@ -10,6 +10,28 @@ import { fileURLToPath } from 'node:url';
 import { ensureNodeModules, build } from './lib/deps.mjs';
 import { ensureWebBuild } from './lib/web.mjs';
 
+const USAGE = `npm run up [-- --access-log]
+
+Provisions and starts the local stack (PostgreSQL, Redis, ClickHouse, Kafka, nginx), migrates,
+builds, then runs the api, the edge and the pipeline in the foreground. Ctrl-C stops the three;
+\`npm run down\` stops the engines.
+
+  --access-log   log every HTTP request at info (default: at debug, so they stay out of the terminal)
+  --help         this text`;
+const flags = new Set(process.argv.slice(2));
+if (flags.has('--help') || flags.has('-h')) {
+  console.log(USAGE);
+  process.exit(0);
+}
+for (const flag of flags) {
+  if (flag !== '--access-log') {
+    console.error(`unknown option ${flag}\n\n${USAGE}`);
+    process.exit(2);
+  }
+}
+// One line per request buries the ready banner and the warnings: the dashboard makes dozens.
+const ACCESS_LOG_LEVEL = flags.has('--access-log') ? 'info' : (process.env.ACCESS_LOG_LEVEL ?? 'debug');
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 ensureNodeModules(root);
 const { up } = await import('./stack.mjs');
@@ -35,7 +57,7 @@ const { PROCESS_ENTRIES, PROCESS_ENV, NODE_FLAGS, NICE } = await import(join(roo
 function start(name) {
   const child = spawn(process.execPath, [...NODE_FLAGS[name], join(root, PROCESS_ENTRIES[name])], {
     cwd: root,
-    env: { ...process.env, ...PROCESS_ENV },
+    env: { ...process.env, ...PROCESS_ENV, ACCESS_LOG_LEVEL },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (NICE[name]) setPriority(child.pid, NICE[name]);

@@ -16,7 +16,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.silent = true;
   app.use(requestMetrics(deps.metrics));
   app.use(clientAddress(trustedPeers(deps.services.cfg.TRUSTED_PROXIES)));
-  app.use(requestContext(deps.services.log));
+  app.use(requestContext(deps.services.log, deps.services.cfg.ACCESS_LOG_LEVEL));
   app.use(errorEnvelope);
   const limiter = deps.services.cfg.RATE_LIMITS_ENABLED ? limiterFor(deps.services.redis, deps.services.cfg) : undefined;
   const router = operationsRouter(deps, OPERATIONS, limiter);

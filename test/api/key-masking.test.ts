@@ -106,4 +106,23 @@ describe('the api request log', () => {
       await closeServices(services);
     }
   });
+
+  it('writes the access line at the configured level: at debug it stays out of an info log', async () => {
+    for (const [loggerLevel, expected] of [['info', 0], ['debug', 1]] as const) {
+      const { lines, sink } = capture();
+      const services = await createServices(testConfig({ ACCESS_LOG_LEVEL: 'debug' }), createLogger('api-access-test', loggerLevel, sink));
+      const server = createServer(createApp(createApiDeps(services)).callback());
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        expect((await request(`http://127.0.0.1:${(server.address() as AddressInfo).port}/health`)).status).toBeLessThan(600);
+        const access = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+        expect(access, loggerLevel).toHaveLength(expected);
+        for (const line of access) expect(line.level).toBe(20);
+      } finally {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await closeServices(services);
+      }
+    }
+  });
 });

@@ -14,8 +14,8 @@ export function clientAddress(isTrusted: (addr: string) => boolean) {
   };
 }
 
-/** A request id (client's X-Request-Id when sane, else new), a child logger and one access line. */
-export function requestContext(log: Logger) {
+/** A request id (client's X-Request-Id when sane, else new), a child logger and one access line at `level`. */
+export function requestContext(log: Logger, level: 'info' | 'debug') {
   return async (ctx: Context, next: Next): Promise<void> => {
     const given = ctx.get('x-request-id');
     const id = /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
@@ -27,7 +27,7 @@ export function requestContext(log: Logger) {
       await next();
     } finally {
       // path and query are masked by the logger's serializers (a key in a URL, lib/logger.ts).
-      ctx.state.log.info(
+      ctx.state.log[level](
         {
           method: ctx.method,
           path: ctx.path,
