@@ -73,37 +73,40 @@ export function withSettings(ch: Ch, settings: ClickHouseSettings): Ch {
 /** Rows per INSERT body chunk are gathered up to this many characters. */
 const INSERT_CHUNK_CHARS = 32 * 1024;
 
-/** JSONEachRow text in chunks of about INSERT_CHUNK_CHARS, whole rows each. */
-export function* jsonEachRowChunks(rows: readonly object[]): Generator<Buffer> {
-  let parts: string[] = [];
-  let chars = 0;
+/** The rows as lines (`line` writes one, newline included) in chunks of about 32 KB, whole lines each. */
+export function* lineChunks<T>(rows: readonly T[], line: (row: T) => string): Generator<Buffer> {
+  let text = '';
   for (const row of rows) {
-    const line = JSON.stringify(row);
-    parts.push(line);
-    chars += line.length;
-    if (chars >= INSERT_CHUNK_CHARS) {
-      yield Buffer.from(`${parts.join('\n')}\n`);
-      parts = [];
-      chars = 0;
+    text += line(row);
+    if (text.length >= INSERT_CHUNK_CHARS) {
+      yield Buffer.from(text);
+      text = '';
     }
   }
-  if (parts.length > 0) yield Buffer.from(`${parts.join('\n')}\n`);
+  if (text) yield Buffer.from(text);
 }
 
+const jsonLine = (row: object): string => `${JSON.stringify(row)}\n`;
+
+/** JSONEachRow text in chunks of about 32 KB, whole rows each. */
+export const jsonEachRowChunks = (rows: readonly object[]): Generator<Buffer> => lineChunks(rows, jsonLine);
+
 /**
- * One INSERT of `rows` into `table` (JSONEachRow), its body streamed in chunks of about 32 KB.
- * The client's own insert joins every row of a batch into one string first: thousands of rows make
- * a string and a buffer of megabytes, which V8 and the allocator each place (and page-fault) on
- * their own; encoding in chunks costs less than half (benchmarks/README.md).
+ * One INSERT whose body is streamed in the chunks given. The client's own insert joins every row
+ * of a batch into one string first: thousands of rows make a string and a buffer of megabytes,
+ * which V8 and the allocator each place (and page-fault) on their own; encoding in chunks costs
+ * less than half (benchmarks/README.md).
  */
-export async function insertRows(ch: Ch, table: string, rows: readonly object[]): Promise<void> {
-  if (rows.length === 0) return;
-  const { stream } = await ch.exec({
-    query: `INSERT INTO ${table} FORMAT JSONEachRow`,
-    values: Readable.from(jsonEachRowChunks(rows), { objectMode: false }),
-  });
+async function insertBody(ch: Ch, query: string, body: Iterable<Buffer>): Promise<void> {
+  const { stream } = await ch.exec({ query, values: Readable.from(body, { objectMode: false }) });
   // The answer to an INSERT is empty; reading it to the end returns the connection to the pool.
   for await (const _ of stream) void _;
+}
+
+/** One INSERT of `rows` into `table` as JSONEachRow. */
+export async function insertRows(ch: Ch, table: string, rows: readonly object[]): Promise<void> {
+  if (rows.length === 0) return;
+  await insertBody(ch, `INSERT INTO ${table} FORMAT JSONEachRow`, jsonEachRowChunks(rows));
 }
 
 /** A String field of a TabSeparated row: backslash, tab and line breaks escaped, the rest as is. */
@@ -121,16 +124,12 @@ export function tsvStringArray(values: readonly string[]): string {
 }
 
 /**
- * One INSERT of rows already written as TabSeparated lines (each ending in a newline), in
- * `columns` order, its body streamed as given. ClickHouse parses this several times faster than
- * JSONEachRow, which repeats every column name in every row (benchmarks/README.md).
+ * One INSERT of `rows` into `table` as TabSeparated, `line` writing one row in `columns` order:
+ * no column name repeated per row, as JSONEachRow does (benchmarks/README.md, bench:insert-format).
  */
-export async function insertTsv(ch: Ch, table: string, columns: readonly string[], body: Iterable<Buffer>): Promise<void> {
-  const { stream } = await ch.exec({
-    query: `INSERT INTO ${table} (${columns.join(', ')}) FORMAT TabSeparated`,
-    values: Readable.from(body, { objectMode: false }),
-  });
-  for await (const _ of stream) void _;
+export async function insertTsv<T>(ch: Ch, table: string, columns: readonly string[], rows: readonly T[], line: (row: T) => string): Promise<void> {
+  if (rows.length === 0) return;
+  await insertBody(ch, `INSERT INTO ${table} (${columns.join(', ')}) FORMAT TabSeparated`, lineChunks(rows, line));
 }
 
 /**

@@ -7,13 +7,12 @@ import type { Config } from '../../lib/config.js';
  * scheme): a large read is paused while any normal one runs, so a long range at a fine resolution
  * cannot hold up a dashboard's chart.
  */
-export const PRIORITY = { normal: 1, large: 2 } as const;
+const PRIORITY = { normal: 1, large: 2 } as const;
 
 /**
- * ClickHouse settings of an expensive read's statements: a large one runs at the lower priority on
- * one thread, so however long it runs it holds at most one core, and yields that to smaller reads.
+ * ClickHouse settings of a large read's statements: the lower priority on one thread, so however
+ * long it runs it holds at most one core, and yields that to smaller reads.
  */
-export const NORMAL_READ_SETTINGS: ClickHouseSettings = { priority: String(PRIORITY.normal) };
 export const LARGE_READ_SETTINGS: ClickHouseSettings = { priority: String(PRIORITY.large), max_threads: 1 };
 
 /** Telemetry buckets (keys × buckets) above which a read is large. */
@@ -24,13 +23,14 @@ export const isLargeRead = (points: number): boolean => points > LARGE_READ_POIN
 export const LONG_RANGES: ReadonlySet<string> = new Set(['30d', '90d']);
 
 /** ClickHouse's own limits on one api read, from the configuration (docs/limits.md). */
-export function readLimits(cfg: Config): Record<string, string | number> {
+export function readLimits(cfg: Config): ClickHouseSettings {
   return {
-    priority: PRIORITY.normal,
+    priority: String(PRIORITY.normal),
     max_execution_time: cfg.QUERY_MAX_EXECUTION_SECONDS,
-    max_rows_to_read: cfg.QUERY_MAX_ROWS_TO_READ,
-    max_result_bytes: cfg.QUERY_MAX_RESULT_BYTES,
-    max_memory_usage: cfg.QUERY_MAX_MEMORY_BYTES,
+    // UInt64 settings travel as strings (the client's types say so).
+    max_rows_to_read: String(cfg.QUERY_MAX_ROWS_TO_READ),
+    max_result_bytes: String(cfg.QUERY_MAX_RESULT_BYTES),
+    max_memory_usage: String(cfg.QUERY_MAX_MEMORY_BYTES),
   };
 }
 

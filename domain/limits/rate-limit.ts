@@ -39,8 +39,9 @@ export class RateLimiter {
   private readonly now: () => number;
   private local = new Map<string, number>();
   private localWindow = -1;
-  /** Keys (by digest) refused over their operator's limit, with the end of that window. */
-  private closed = new Map<string, { windowEnd: number; limit: number }>();
+  /** Keys (by digest) refused over their operator's limit in the current window. */
+  private closed = new Map<string, number>();
+  private closedWindow = -1;
 
   constructor(private readonly redis: Redis, opts: RateLimiterOptions = {}) {
     this.limits = { ...RATE_LIMITS, unauthenticated: DEFAULT_UNAUTHENTICATED_LIMIT, ...opts.limits };
@@ -67,26 +68,38 @@ export class RateLimiter {
     };
   }
 
+  /** Whether any key was refused in the current window: only then is a key worth looking up (see `refusedEarlier`). */
+  refusing(): boolean {
+    this.forgetPastWindows();
+    return this.closed.size > 0;
+  }
+
   /**
    * The refusal again of a key already refused over its operator's limit in this window, from
    * memory: no key lookup, no Redis round trip, so a client hammering a closed window costs next to
    * nothing. `undefined` when the key has no such refusal (it then goes the usual way).
    */
   refusedEarlier(keyDigest: string, bucket: RateBucket): RateDecision | undefined {
-    const entry = this.closed.get(`${bucket}:${keyDigest}`);
+    this.forgetPastWindows();
+    const limit = this.closed.get(`${bucket}:${keyDigest}`);
+    if (limit === undefined) return undefined;
     const now = this.now();
-    if (!entry || now >= entry.windowEnd) return undefined;
-    const resetSeconds = Math.max(1, Math.ceil((entry.windowEnd - now) / 1000));
-    return { allowed: false, limit: entry.limit, remaining: 0, resetSeconds, mode: 'shared' };
+    const resetSeconds = Math.max(1, Math.ceil(((this.closedWindow + 1) * RATE_WINDOW_MS - now) / 1000));
+    return { allowed: false, limit, remaining: 0, resetSeconds, mode: 'shared' };
   }
 
   /** Remembers a key refused by `hit` until its window ends (see `refusedEarlier`). */
   noteRefused(keyDigest: string, bucket: RateBucket): void {
-    const now = this.now();
-    const windowEnd = (Math.floor(now / RATE_WINDOW_MS) + 1) * RATE_WINDOW_MS;
-    // Entries of past windows go in bulk; at most one per key refused in the current window stays.
-    if (this.closed.size >= 10_000) for (const [k, e] of this.closed) if (e.windowEnd <= now) this.closed.delete(k);
-    this.closed.set(`${bucket}:${keyDigest}`, { windowEnd, limit: this.limits[bucket] });
+    this.forgetPastWindows();
+    this.closed.set(`${bucket}:${keyDigest}`, this.limits[bucket]);
+  }
+
+  /** Refusals belong to their window: a new window starts with none. */
+  private forgetPastWindows(): void {
+    const window = Math.floor(this.now() / RATE_WINDOW_MS);
+    if (window === this.closedWindow) return;
+    this.closed.clear();
+    this.closedWindow = window;
   }
 
   private async incrShared(key: string, by: number): Promise<number | undefined> {

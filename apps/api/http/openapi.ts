@@ -58,7 +58,6 @@ function impliedErrors(op: AnyOperation): number[] {
   return out;
 }
 
-
 function parameters(where: 'path' | 'query' | 'header', schema: z.ZodObject | undefined): JsonSchema[] {
   if (!schema) return [];
   const object = jsonSchema(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };

@@ -17,6 +17,13 @@ import { koaPath, meteringOf, Reply, type AnyOperation, type BearerContext, type
  * read), authentication, the rate limit, the monthly quota meter, reading the body, validating
  * params / query / body with the declared schemas, the domain call, the declared status.
  */
+/** Aborts when the response closes: a client gone while its read waits for a turn gives the turn up. */
+function closedSignal(ctx: Context): AbortSignal {
+  const gone = new AbortController();
+  ctx.res.once('close', () => gone.abort());
+  return gone.signal;
+}
+
 export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperation[], limiter: RateLimiter | undefined): Router {
   const { cfg, db } = deps.services;
   const router = new Router();
@@ -41,10 +48,7 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
         body: op.body ? parseInput(op.body, body ?? {}, 'body') : undefined,
         headers: op.headers ? parseInput(op.headers, ctx.headers, 'headers') : {},
       };
-      // A client gone while its read waits for a turn gives the turn up.
-      const gone = new AbortController();
-      ctx.res.once('close', () => gone.abort());
-      const result = await invoke(op, input, context, gone.signal);
+      const result = await invoke(op, input, context, op.cost === 'expensive' ? closedSignal(ctx) : undefined);
       const reply = result instanceof Reply ? result : new Reply(op.response.status, result);
       ctx.status = reply.status;
       ctx.set(reply.headers);

@@ -17,7 +17,6 @@ import { ResultBudget, toolsFrom, type GeneratedTool } from './tools.js';
 export const MCP_PATH = '/mcp';
 const SERVER_INFO = { name: 'venue-telemetry', version: '1.0.0' };
 
-
 /** A failure an agent can read and act on: the spec's code, the message, what to fix. */
 function toolError(err: AppError): CallToolResult {
   const details = err.details === undefined ? '' : ` Details: ${JSON.stringify(err.details)}`;

@@ -25,8 +25,10 @@ const digestOf = (key: string): string => hashApiKey(key).toString('base64');
  * again at once (429 with Retry-After), without a key lookup or a Redis round trip.
  */
 export function refuseKnownOverLimit(limiter: RateLimiter | undefined, ctx: Context, bucket: RateBucket): void {
-  const key = limiter && bearerToken(ctx.get('authorization'));
-  const decision = key ? limiter!.refusedEarlier(digestOf(key), bucket) : undefined;
+  // The usual case, no refusal this window, costs no hashing.
+  if (!limiter?.refusing()) return;
+  const key = bearerToken(ctx.get('authorization'));
+  const decision = key ? limiter.refusedEarlier(digestOf(key), bucket) : undefined;
   if (decision) throw rateLimited(decision, bucket);
 }
 

@@ -1,5 +1,5 @@
 import { scopedSettings } from '../../../clickhouse/client.js';
-import { LARGE_READ_SETTINGS, NORMAL_READ_SETTINGS, queryLimitError } from '../../../domain/limits/query-limits.js';
+import { LARGE_READ_SETTINGS, queryLimitError } from '../../../domain/limits/query-limits.js';
 import { JsonStream } from '../../../lib/json-stream.js';
 import { Reply, type AnyOperation, type BearerContext, type OperationContext } from './operation.js';
 
@@ -12,8 +12,9 @@ export interface OperationInput {
 
 /**
  * Calls an operation's handler for any transport: an expensive read first waits for its turn in the
- * query gate (a large read for all its operator's turns), runs at the ClickHouse priority its size calls for, and holds its turn until its answer is produced (a streamed answer: until read to the end or
- * abandoned); a read stopped by a ClickHouse limit becomes the error the client can act on.
+ * query gate (a large read for all its operator's turns, at ClickHouse's lower priority on one
+ * thread), and holds its turn until its answer is produced (a streamed answer: until read to the
+ * end or abandoned); a read stopped by a ClickHouse limit becomes the error the client can act on.
  * `signal` withdraws a read still waiting when the client goes away.
  */
 export async function invoke(op: AnyOperation, input: OperationInput, ctx: OperationContext | BearerContext, signal?: AbortSignal): Promise<unknown> {
@@ -23,7 +24,8 @@ export async function invoke(op: AnyOperation, input: OperationInput, ctx: Opera
   const release = await ctx.deps.queryGate.acquire(ctx.operator.id, signal, large ? Infinity : 1);
   let result: unknown;
   try {
-    result = await scopedSettings.run(large ? LARGE_READ_SETTINGS : NORMAL_READ_SETTINGS, () => op.handler(input as never, ctx));
+    const run = () => op.handler(input as never, ctx);
+    result = await (large ? scopedSettings.run(LARGE_READ_SETTINGS, run) : run());
   } catch (err) {
     release();
     throw queryLimitError(err);

@@ -39,6 +39,10 @@ const telemetryQuery = z
 /** The longest point: `{"ts":` 13 digits `,"value":` a negative 17-digit float with exponent `},`. */
 const MAX_POINT_BYTES = 48;
 
+/** Buckets a query asks for, all keys together, before the venue's calendar is known (an interval below a minute is refused later). */
+const pointsAsked = (q: { keys: unknown[]; startTs: number; endTs: number; interval: number }): number =>
+  q.interval <= 0 ? Infinity : q.keys.length * Math.ceil((q.endTs - q.startTs) / q.interval);
+
 const point = z.object({ ts: z.number().int().describe('bucket start, epoch ms'), value: z.number().nullable() });
 
 export const telemetryOperations = [
@@ -50,8 +54,8 @@ export const telemetryOperations = [
     tag: 'Telemetry',
     auth: 'bearer',
     cost: 'expensive',
-    answerBytes: (q) => (q.interval <= 0 ? Infinity : q.keys.length * Math.ceil((q.endTs - q.startTs) / q.interval) * MAX_POINT_BYTES),
-    large: (q) => q.interval <= 0 || isLargeRead(q.keys.length * Math.ceil((q.endTs - q.startTs) / q.interval)),
+    answerBytes: (q) => pointsAsked(q) * MAX_POINT_BYTES,
+    large: (q) => isLargeRead(pointsAsked(q)),
     params: venueParams,
     query: telemetryQuery,
     response: {
