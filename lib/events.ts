@@ -338,8 +338,24 @@ export const ingestReportSchema = z.object({
   accepted: z.number().int().nonnegative(),
   rejected: z.number().int().nonnegative(),
   ts: epochMs,
+  /**
+   * Set when the events came through one of the service's own vendor links (a webhook receiver or
+   * a poller) rather than `/ingest`: that integration's delivery outcome, so connector health can
+   * name a broken link (a refused signature, a failing poll) before the silence does.
+   */
+  source: z
+    .object({
+      integrationId: z.uuid(),
+      link: z.enum(['webhook', 'poll']),
+      /** Whether the delivery was taken (signature good, body read) or the poll answered. */
+      ok: z.boolean(),
+      /** What went wrong, in words a person can act on; never a secret or a raw identifier. */
+      error: z.string().max(300).optional(),
+    })
+    .optional(),
 });
 export type IngestReport = z.infer<typeof ingestReportSchema>;
+export type SourceOutcome = NonNullable<IngestReport['source']>;
 
 export interface DerivedTopics {
   occupancy: string;

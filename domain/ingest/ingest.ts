@@ -4,7 +4,7 @@ import type { Message } from 'kafkajs';
 import type { Db } from '../../postgres/client.js';
 import { activeZones } from '../../postgres/queries/zones.js';
 import { liveIntegrationSummaries } from '../../postgres/queries/integrations.js';
-import { encodeEventMessages, encodeIngestReport, type CanonicalEvent, type ConnectorType, type EventType, type IngestReport } from '../../lib/events.js';
+import { encodeEventMessages, encodeIngestReport, type CanonicalEvent, type ConnectorType, type EventType, type IngestReport, type SourceOutcome } from '../../lib/events.js';
 import type { Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { unavailable } from '../../lib/errors.js';
@@ -42,6 +42,8 @@ export interface IngestBatch {
   events: unknown[];
   /** The request's Idempotency-Key: events without an id of their own get ids derived from it and their position. */
   idempotencyKey?: string;
+  /** Set when the batch came through one of the service's vendor links: its report names the integration (connector health). */
+  source?: { integrationId: string; link: SourceOutcome['link'] };
 }
 
 export interface IngestError {
@@ -114,7 +116,8 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
     valid = valid.slice(0, reservation.granted);
   }
 
-  const reportOf = (accepted: number, rejected: number): IngestReport => ({ operatorId: operator.id, venueId, connectorType, accepted, rejected, ts: now.getTime() });
+  const source = batch.source ? { source: { ...batch.source, ok: true } } : {};
+  const reportOf = (accepted: number, rejected: number): IngestReport => ({ operatorId: operator.id, venueId, connectorType, accepted, rejected, ts: now.getTime(), ...source });
   const publishing = performance.now();
   if (valid.length > 0) {
     const ctx = {
@@ -144,7 +147,8 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
     }
     await deps.throughput.record(valid.length);
   }
-  else if (deps.reportsTopic && errors.length > 0) await publishReport(deps, deps.reportsTopic, reportOf(0, errors.length));
+  // A vendor link's delivery reports even when it held nothing: it shows the link works.
+  else if (deps.reportsTopic && (errors.length > 0 || batch.source)) await publishReport(deps, deps.reportsTopic, reportOf(0, errors.length));
   deps.log.debug(
     { accepted: valid.length, rejected: errors.length, checkMs: round(checkMs), publishMs: round(performance.now() - publishing) },
     'ingest batch',

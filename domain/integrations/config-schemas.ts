@@ -16,10 +16,22 @@ const secret = storableText(z.string().min(1).max(4096));
 const identifier = displayText(256);
 const httpsUrl = storableText(z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).max(2048));
 
+/**
+ * A pinned server certificate: the SHA-256 of the DER certificate, 64 hex digits (colons allowed,
+ * as `openssl x509 -fingerprint -sha256` prints it). On-premises controllers mostly serve a
+ * self-signed certificate; pinning it is safer than turning verification off, which is not offered.
+ */
+const certificateSha256 = z
+  .string()
+  .transform((v) => v.replace(/:/g, '').toLowerCase())
+  .pipe(z.string().regex(/^[0-9a-f]{64}$/, 'a SHA-256 certificate fingerprint: 64 hex digits, colons allowed'));
+
 const merakiConfig = z.strictObject({
   api_key: secret,
   org_id: identifier,
   webhook_secret: secret.optional(),
+  /** The network's validator string, answered to Meraki's GET before it starts posting (docs/connectors/meraki.md). */
+  validator: z.string().regex(/^[A-Za-z0-9]{1,128}$/, "the validator shown in Meraki's Location and Scanning page (letters and digits)").optional(),
 });
 
 const unifiConfig = z.strictObject({
@@ -30,6 +42,7 @@ const unifiConfig = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a UniFi site id: letters, digits, "_" or "-"')
     .default('default'),
+  certificate_sha256: certificateSha256.optional(),
 });
 
 /** Central: OAuth API client for REST plus the streaming key (expires every 7 days); ALE: on-prem REST login. */
@@ -47,6 +60,7 @@ const arubaConfig = z.discriminatedUnion('mode', [
     base_url: httpsUrl,
     username: identifier,
     password: secret,
+    certificate_sha256: certificateSha256.optional(),
   }),
 ]);
 
@@ -90,6 +104,8 @@ const verkadaConfig = z.strictObject({
   api_key: secret,
   webhook_secret: secret.optional(),
   region: z.enum(['us', 'eu', 'au']).default('us'),
+  /** Cameras whose people-count lines are polled (Verkada pushes no counts); none: no polling. */
+  camera_ids: z.array(z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'a Verkada camera id')).max(200).optional(),
 });
 
 type KeysOf<T> = T extends unknown ? keyof T & string : never;

@@ -2,6 +2,7 @@ import { exec, one, rows, sql, type Queryable } from '../client.js';
 import type { ConnectorType } from '../../lib/events.js';
 import type { Envelope } from '../../lib/secret-box.js';
 import type { DeletedRow } from './venues.js';
+import type { Plan } from '../../lib/plans.js';
 
 export interface IntegrationRow {
   id: string;
@@ -125,5 +126,35 @@ export async function operatorActiveIntegrations(
           LEFT JOIN venue_connector_events e ON e.venue_id = i.venue_id AND e.connector_type = i.connector_type
          WHERE v.operator_id = ${operatorId} AND v.is_active AND i.is_active AND i.deleted_at IS NULL
          ORDER BY i.created_at, i.id`,
+  );
+}
+
+export interface SourceIntegrationRow extends IntegrationRow {
+  operator_id: string;
+  plan: Plan;
+  billing_anchor: Date;
+}
+
+/**
+ * An integration a vendor link may deliver for: live and active, of an active venue. Found by id
+ * alone, since a webhook or a poller carries no operator key.
+ */
+export async function sourceIntegrationRow(db: Queryable, integrationId: string): Promise<SourceIntegrationRow | undefined> {
+  return one<SourceIntegrationRow>(
+    db,
+    sql`SELECT i.id, i.venue_id, i.connector_type, i.is_active, i.config, i.secrets, i.created_at, i.updated_at,
+               v.operator_id, o.plan, o.billing_anchor
+          FROM integrations i JOIN venues v ON v.id = i.venue_id JOIN operators o ON o.id = v.operator_id
+         WHERE i.id = ${integrationId} AND i.is_active AND i.deleted_at IS NULL AND v.is_active`,
+  );
+}
+
+/** Ids of the live, active integrations of these connector types on active venues (the pollers' work list). */
+export async function activeIntegrationIdsOfTypes(db: Queryable, types: readonly ConnectorType[]): Promise<Array<{ id: string; connector_type: ConnectorType }>> {
+  return rows(
+    db,
+    sql`SELECT i.id, i.connector_type FROM integrations i JOIN venues v ON v.id = i.venue_id
+         WHERE i.connector_type = ANY(${[...types]}) AND i.is_active AND i.deleted_at IS NULL AND v.is_active
+         ORDER BY i.id`,
   );
 }
