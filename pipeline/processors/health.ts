@@ -7,6 +7,7 @@ import {
   encodeStateEntry,
   type ConnectorHealth,
   type ConnectorType,
+  type SourceOutcome,
 } from '../../lib/events.js';
 import { describeError } from '../sink/dead-letter.js';
 import type { Effects, Processor } from './runtime.js';
@@ -43,6 +44,8 @@ export const REJECTION_WINDOW_MS = 15 * 60_000;
 export const DEGRADED_REJECTION_RATE = 0.05;
 export const MIN_SUBMITTED = 20;
 export const SNAPSHOT_EVERY_MS = 3_600_000;
+/** A vendor link whose last this many deliveries or polls in a row failed: degraded, with the vendor's error. */
+export const LINK_FAILURES = 3;
 
 const sourceSchema = z.object({
   o: z.string(),
@@ -61,21 +64,69 @@ const integrationSchema = z.object({
   snap: z.number(),
 });
 type Integration = z.infer<typeof integrationSchema>;
+/** One integration's own vendor link (a webhook receiver or a poller): how its deliveries or polls went. */
+const linkSchema = z.object({
+  link: z.enum(['webhook', 'poll']),
+  okAt: z.number().nullable(),
+  errorAt: z.number().nullable(),
+  error: z.string().nullable(),
+  /** Failures since the last success. */
+  failures: z.number(),
+  /** Per minute: [minute start, taken, failed]. */
+  minutes: z.array(z.tuple([z.number(), z.number(), z.number()])),
+});
+export type Link = z.infer<typeof linkSchema>;
 
 export interface HealthState {
   sources: Map<string, Source>;
   integrations: Map<string, Integration>;
+  /** Keyed `l|<integration id>`. */
+  links: Map<string, Link>;
 }
 
-/** The status of an integration from its last sign of life and its rejection counts. */
-export function healthOf(type: ConnectorType, lastAt: number | null, accepted: number, rejected: number, now: number): { status: ConnectorHealth; rate: number; reason: string } {
+/** A vendor link's recent record, as healthOf reads it. */
+export interface LinkRecord {
+  link: Link['link'];
+  okAt: number | null;
+  error: string | null;
+  failures: number;
+  /** Deliveries or polls over the health window. */
+  taken: number;
+  failed: number;
+}
+
+const LINK_WORDS = { webhook: { what: 'webhook deliveries', failing: 'webhook deliveries refused' }, poll: { what: 'polls', failing: 'polls failing' } };
+
+/**
+ * The status of an integration from its last sign of life, its rejection counts and, when the
+ * service runs its vendor link, how that link's deliveries or polls went. A link that works counts
+ * as a sign of life even when it brought no events (a quiet site); a failing one names the
+ * vendor's error, so a wrong secret or password shows before the silence does.
+ */
+export function healthOf(
+  type: ConnectorType,
+  lastAt: number | null,
+  accepted: number,
+  rejected: number,
+  now: number,
+  link?: LinkRecord,
+): { status: ConnectorHealth; rate: number; reason: string } {
   const interval = EXPECTED_INTERVAL_MS[type];
   const submitted = accepted + rejected;
   const rate = submitted === 0 ? 0 : rejected / submitted;
-  if (lastAt === null) return { status: 'offline', rate, reason: 'nothing received yet' };
-  const silent = now - lastAt;
-  if (silent > OFFLINE_AFTER * interval) return { status: 'offline', rate, reason: `silent for ${Math.round(silent / 1000)} s` };
-  if (silent > DEGRADED_AFTER * interval) return { status: 'degraded', rate, reason: `silent for ${Math.round(silent / 1000)} s` };
+  const alive = Math.max(lastAt ?? -1, link?.okAt ?? -1);
+  const words = link ? LINK_WORDS[link.link] : undefined;
+  const lastError = link?.error && link.failures > 0 ? `; last ${link.link === 'poll' ? 'poll' : 'delivery'} error: ${link.error}` : '';
+  const cut = (reason: string) => (reason.length > 200 ? `${reason.slice(0, 199)}…` : reason);
+  if (alive < 0) return { status: 'offline', rate, reason: cut(`nothing received yet${lastError}`) };
+  const silent = now - alive;
+  if (silent > OFFLINE_AFTER * interval) return { status: 'offline', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
+  if (link && words && link.failures >= LINK_FAILURES) return { status: 'degraded', rate, reason: cut(`${words.failing} (${link.failures} in a row): ${link.error ?? 'no reason given'}`) };
+  if (silent > DEGRADED_AFTER * interval) return { status: 'degraded', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
+  if (link && words && link.taken + link.failed >= MIN_SUBMITTED && link.failed / (link.taken + link.failed) >= DEGRADED_REJECTION_RATE) {
+    const share = Math.round((link.failed / (link.taken + link.failed)) * 100);
+    return { status: 'degraded', rate, reason: cut(`${share}% of ${words.what} failed${lastError}`) };
+  }
   if (submitted >= MIN_SUBMITTED && rate >= DEGRADED_REJECTION_RATE) return { status: 'degraded', rate, reason: `${Math.round(rate * 100)}% of events rejected` };
   return { status: 'healthy', rate, reason: 'ok' };
 }
@@ -98,9 +149,13 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
     // Health changes over minutes: fewer, larger transactions.
     commitIntervalMs: 2_000,
     inputs: [opts.reportsTopic],
-    createState: () => ({ sources: new Map(), integrations: new Map() }),
+    createState: () => ({ sources: new Map(), integrations: new Map(), links: new Map() }),
     restore(state, key, value) {
-      if (key.startsWith('s|')) {
+      if (key.startsWith('l|')) {
+        const l = decodeStateEntry(linkSchema, value);
+        if (l) state.links.set(key, l);
+        else state.links.delete(key);
+      } else if (key.startsWith('s|')) {
         const s = decodeStateEntry(sourceSchema, value);
         if (s) state.sources.set(key, s);
         else state.sources.delete(key);
@@ -111,10 +166,10 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
       }
     },
     entry(state, key) {
-      const value = key.startsWith('s|') ? state.sources.get(key) : state.integrations.get(key);
+      const value = key.startsWith('l|') ? state.links.get(key) : key.startsWith('s|') ? state.sources.get(key) : state.integrations.get(key);
       return value ? encodeStateEntry(value) : null;
     },
-    size: (state) => state.sources.size + state.integrations.size,
+    size: (state) => state.sources.size + state.integrations.size + state.links.size,
 
     async process(state, messages, ctx) {
       const dirty = new Set<string>();
@@ -131,6 +186,7 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
             at[2] += r.rejected;
           } else s.minutes.push([minute, r.accepted, r.rejected]);
           s.minutes = s.minutes.filter((x) => x[0] > minute - REJECTION_WINDOW_MS).sort((a, b) => a[0] - b[0]);
+          if (r.source) noteLink(state, r.source, r.ts, minute, dirty);
         } catch (err) {
           ctx.log.warn({ topic: m.topic, partition: m.partition, offset: m.offset, err: describeError(err) }, 'health: undecodable report skipped');
         }
@@ -158,7 +214,7 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
           const accepted = recent.reduce((n, x) => n + x[1], 0);
           const rejected = recent.reduce((n, x) => n + x[2], 0);
           const lastAt = src?.last ?? -1;
-          const h = healthOf(ig.connector_type as ConnectorType, lastAt < 0 ? null : lastAt, accepted, rejected, ctx.now);
+          const h = healthOf(ig.connector_type as ConnectorType, lastAt < 0 ? null : lastAt, accepted, rejected, ctx.now, linkRecord(state.links.get(`l|${ig.id}`), ctx.now));
           const transition = h.status !== i.status;
           if (!transition && ctx.now - i.snap < SNAPSHOT_EVERY_MS) continue;
           effects.outputs.push({
@@ -182,15 +238,51 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
           effects.changed.add(key);
         }
       }
-      // Integrations deleted or deactivated since: forgotten.
+      // Integrations deleted or deactivated since: forgotten, with their link's record.
       for (const key of [...state.integrations.keys()]) {
         const i = state.integrations.get(key)!;
         if (!active.has(key) && known.has(i.v)) {
           state.integrations.delete(key);
           effects.changed.add(key);
+          const linkKey = `l|${key.slice(2)}`;
+          if (state.links.delete(linkKey)) effects.changed.add(linkKey);
         }
       }
       return effects;
     },
+  };
+}
+
+/** Records one delivery's or poll's outcome on its integration's link. */
+function noteLink(state: HealthState, source: SourceOutcome, ts: number, minute: number, dirty: Set<string>): void {
+  const key = `l|${source.integrationId}`;
+  let l = state.links.get(key);
+  if (!l) state.links.set(key, (l = { link: source.link, okAt: null, errorAt: null, error: null, failures: 0, minutes: [] }));
+  l.link = source.link;
+  if (source.ok) {
+    l.okAt = Math.max(l.okAt ?? 0, ts);
+    l.failures = 0;
+  } else {
+    l.errorAt = Math.max(l.errorAt ?? 0, ts);
+    l.error = source.error ?? null;
+    l.failures++;
+  }
+  const at = l.minutes.find((x) => x[0] === minute);
+  if (at) at[source.ok ? 1 : 2]++;
+  else l.minutes.push([minute, source.ok ? 1 : 0, source.ok ? 0 : 1]);
+  l.minutes = l.minutes.filter((x) => x[0] > minute - REJECTION_WINDOW_MS).sort((a, b) => a[0] - b[0]);
+  dirty.add(key);
+}
+
+function linkRecord(l: Link | undefined, now: number): LinkRecord | undefined {
+  if (!l) return undefined;
+  const recent = l.minutes.filter((x) => x[0] > now - REJECTION_WINDOW_MS);
+  return {
+    link: l.link,
+    okAt: l.okAt,
+    error: l.error,
+    failures: l.failures,
+    taken: recent.reduce((n, x) => n + x[1], 0),
+    failed: recent.reduce((n, x) => n + x[2], 0),
   };
 }

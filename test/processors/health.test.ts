@@ -8,7 +8,8 @@ import { ingestBatch, type IngestDeps } from '../../domain/ingest/ingest.js';
 import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';
 import { Throughput } from '../../domain/system/throughput.js';
 import { connectorHealth } from '../../domain/analytics/connectors.js';
-import { healthOf } from '../../pipeline/processors/health.js';
+import { healthOf, type LinkRecord } from '../../pipeline/processors/health.js';
+import { reportSourceOutcome } from '../../domain/integrations/sources.js';
 import type { RunningProcessors } from '../../pipeline/processors/run.js';
 import { newVenue, openProcHarness, readAll, startProcessors, waitFor, type ProcHarness } from './harness.js';
 
@@ -122,5 +123,53 @@ describe('connector health', () => {
     expect(healthOf('meraki', now, 95, 5, now).status).toBe('degraded');
     expect(healthOf('meraki', now, 10, 5, now).status).toBe('healthy');
     expect(healthOf('meraki', null, 0, 0, now).status).toBe('offline');
+  });
+});
+
+describe('health from the vendor link', () => {
+  const link = (over: Partial<LinkRecord>): LinkRecord => ({ link: 'poll', okAt: null, error: null, failures: 0, taken: 0, failed: 0, ...over });
+
+  it('names the vendor error once a link failed three times in a row, and recovers on the next success', async () => {
+    const unifi = await integration(theirs.venueId, 'unifi');
+    const integrationRef = { id: unifi, venueId: theirs.venueId, connectorType: 'unifi' as const, operator: { id: theirs.operatorId, plan: 'pro' as const, billingAnchor: new Date() } };
+    const reports = { publisher, reportsTopic: h.derived.ingestReports, log: h.log };
+    // A poll that answered, then a controller refusing the login.
+    await reportSourceOutcome(reports, integrationRef, { link: 'poll', ok: true });
+    const error = 'controller answered 401 to login: check username and password';
+    for (let i = 0; i < 3; i++) await reportSourceOutcome(reports, integrationRef, { link: 'poll', ok: false, error });
+    const degraded = await waitFor('unifi degraded', async () => (await changes()).find((c) => c.integrationId === unifi && c.status === 'degraded'));
+    expect(degraded.reason).toBe(`polls failing (3 in a row): ${error}`);
+    expect(degraded.operatorId).toBe(theirs.operatorId);
+    const groups = await connectorHealth(h, theirs.operatorId);
+    expect(groups.connectors).toContainEqual(expect.objectContaining({ type: 'unifi', status: 'degraded', count: 1 }));
+    // Another operator sees nothing of it.
+    expect((await connectorHealth(h, mine.operatorId)).connectors.some((c) => c.type === 'unifi')).toBe(false);
+
+    await reportSourceOutcome(reports, integrationRef, { link: 'poll', ok: true });
+    const healthy = await waitFor('unifi healthy again', async () => (await changes()).find((c) => c.integrationId === unifi && c.status === 'healthy' && c.previous === 'degraded'));
+    expect(healthy.reason).toBe('ok');
+  });
+
+  it('counts a working link as a sign of life and grades refused shares and silence with the last error', () => {
+    const now = Date.now();
+    // A quiet site: the poll answers, no events.
+    expect(healthOf('unifi', null, 0, 0, now, link({ okAt: now - 30_000 })).status).toBe('healthy');
+    expect(healthOf('unifi', null, 0, 0, now, link({ failures: 2, error: 'timed out after 10 s' }))).toEqual({
+      status: 'offline',
+      rate: 0,
+      reason: 'nothing received yet; last poll error: timed out after 10 s',
+    });
+    expect(healthOf('unifi', now, 0, 0, now, link({ okAt: now - 60_000, failures: 2, error: 'x' })).status).toBe('healthy');
+    expect(healthOf('meraki', now, 50, 0, now, link({ link: 'webhook', okAt: now, failures: 3, error: 'secret does not match' })).reason).toBe(
+      'webhook deliveries refused (3 in a row): secret does not match',
+    );
+    // One AP of twenty posting with an old secret.
+    expect(healthOf('meraki', now, 500, 0, now, link({ link: 'webhook', okAt: now, taken: 19, failed: 1, error: 'secret does not match', failures: 1 })).reason).toBe(
+      '5% of webhook deliveries failed; last delivery error: secret does not match',
+    );
+    // Silence beats a stale error, and keeps it in the reason.
+    expect(healthOf('unifi', now - 20 * 60_000, 0, 0, now, link({ okAt: now - 20 * 60_000, failures: 1, error: 'HTTP 502' })).reason).toBe(
+      'silent for 1200 s; last poll error: HTTP 502',
+    );
   });
 });
