@@ -34,8 +34,8 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
-  FILES, HOST, LOCAL_URLS, PUBLIC_URL, STACK_DIR, StackError, exists, mkdirp, pidAlive, pidIs, portOpen, portBusyError,
-  portsInUse, readState, rel, tail, waitFor, withLock, writeState,
+  FILES, HOST, LOCAL_URLS, PUBLIC_URL, STACK_DIR, StackError, exists, httpGet, mkdirp, pidAlive, pidIs, portOpen, portBusyError,
+  portsInUse, readProcesses, readState, rel, tail, waitFor, withLock, writeState,
 } from './stack/common.mjs';
 import { engineEnv, ensureDotEnv, resolveEnv } from './stack/env.mjs';
 import { chromium, ensurePackages } from './stack/packages.mjs';
@@ -46,8 +46,8 @@ import { kafka } from './stack/kafka.mjs';
 import { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster } from './stack/kafka-cluster.mjs';
 import { nginx } from './stack/nginx.mjs';
 
-export { LOCAL_URLS, PORTS, ROOT, STACK_DIR } from './stack/common.mjs';
-export { ensureDotEnv, resolveEnv } from './stack/env.mjs';
+export { LOCAL_URLS, PORTS, ROOT, STACK_DIR, registerProcess, unregisterProcess } from './stack/common.mjs';
+export { ensureDotEnv, resolveEnv, upstreamPorts } from './stack/env.mjs';
 export { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster, quorumLeader } from './stack/kafka-cluster.mjs';
 
 const SCRIPT = fileURLToPath(import.meta.url);
@@ -235,14 +235,61 @@ export async function status() {
   return all.filter((s) => !(clusterStopped && isNode(s)));
 }
 
+/**
+ * The service processes a launcher registered (`npm run up`, the simulator): running when the pid
+ * is alive, with its /health answer where it has one; entries of exited processes are left out.
+ */
+export async function processStatus() {
+  const out = [];
+  for (const [name, p] of Object.entries(readProcesses())) {
+    if (!p?.pid || !pidAlive(p.pid)) continue;
+    let health = null;
+    if (p.health) {
+      const r = await httpGet(p.health, { timeoutMs: 1500 });
+      const body = (() => { try { return JSON.parse(r?.body ?? ''); } catch { return null; } })();
+      health = !r ? 'not answering' : (body?.status ?? (r.status === 200 ? 'answering' : `HTTP ${r.status}`));
+    }
+    out.push({ name, pid: p.pid, port: p.port ?? null, health, startedAt: p.startedAt ?? null });
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------- CLI
 
+const USAGE = `usage: node scripts/stack.mjs <command> [options]
+
+Commands:
+  up       start (or reuse) PostgreSQL, Redis, ClickHouse, Kafka and nginx on 127.0.0.1,
+           installing what is missing (Debian packages, the Kafka jars from Maven Central)
+  down     stop what this script started
+  status   one line per engine, then the service processes \`npm run up\` and the simulator started
+  env      the engines' URLs as KEY=value lines
+
+Options:
+  -q, --quiet     no progress lines (up, down)
+  --brokers 1|3   up, env: also a three-node KRaft Kafka cluster on 29092/29192/29292
+  --cluster       down: stop only that cluster
+  -h, --help      this text
+
+Data, logs and pid files live under .stack/ (docs/local-stack.md).`;
+
 async function main(argv) {
-  const { values: opts, positionals } = parseArgs({
-    args: argv,
-    options: { quiet: { type: 'boolean', short: 'q' }, brokers: { type: 'string', default: '1' }, cluster: { type: 'boolean' } },
-    allowPositionals: true,
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { quiet: { type: 'boolean', short: 'q' }, brokers: { type: 'string', default: '1' }, cluster: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+    });
+  } catch (err) {
+    console.error(`${err.message.split('. ')[0]}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values: opts, positionals } = parsed;
+  if (opts.help || positionals[0] === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
   const quiet = !!opts.quiet;
   const brokers = Number(opts.brokers);
   const cmd = positionals[0];
@@ -261,13 +308,17 @@ async function main(argv) {
           console.log(line(s.name, s.status, `${HOST}:${s.port}`, s.log) + note);
         }
       }
+      for (const p of await processStatus()) {
+        const since = p.startedAt ? `  since ${p.startedAt.slice(11, 19)} UTC` : '';
+        console.log(line(p.name, 'running', `${p.port ? `${HOST}:${p.port}` : '-'}  pid ${p.pid}${p.health ? `  health: ${p.health}` : ''}${since}`));
+      }
       return 0;
     }
     case 'env':
       for (const [k, v] of Object.entries(envFor(brokers))) console.log(`${k}=${v}`);
       return 0;
     default:
-      console.error('usage: node scripts/stack.mjs up|down|status|env [--quiet] [--brokers 1|3] [--cluster]');
+      console.error(`${cmd ? `unknown command '${cmd}'` : 'a command is required'}\n\n${USAGE}`);
       return 2;
   }
 }

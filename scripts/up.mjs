@@ -44,15 +44,38 @@ try {
   process.exit(1);
 }
 
-const migrate = spawnSync(process.execPath, [join(root, 'dist/scripts/migrate.js')], { cwd: root, stdio: 'inherit' });
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
-
 const { prettyFactory } = (await import('pino-pretty')).default;
 const pretty = prettyFactory({ colorize: process.stdout.isTTY, singleLine: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,service,name' });
-const colors = { api: 36, edge: 35, pipeline: 33 };
+const colors = { api: 36, edge: 35, pipeline: 33, migrate: 32 };
+const tagOf = (name) => (process.stdout.isTTY ? `\x1b[${colors[name]}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8));
+/** Every process's lines in one format: pino's JSON pretty-printed, anything else as it is. */
+function printLine(tag, line) {
+  let out = line;
+  if (line.startsWith('{')) {
+    try {
+      out = pretty(line).trimEnd();
+    } catch {
+      /* not a log line: print as is */
+    }
+  }
+  process.stdout.write(`${tag} ${out}\n`);
+}
+
+const migrate = spawnSync(process.execPath, [join(root, 'dist/scripts/migrate.js')], { cwd: root, encoding: 'utf8' });
+for (const line of `${migrate.stdout ?? ''}${migrate.stderr ?? ''}`.split('\n')) if (line.trim()) printLine(tagOf('migrate'), line);
+if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+
 const procs = new Map();
 
 const { PROCESS_ENTRIES, PROCESS_ENV, NODE_FLAGS, NICE } = await import(join(root, 'dist/apps/processes.js'));
+// Where `stack.mjs status` finds each process and asks after its health.
+const { registerProcess, unregisterProcess, upstreamPorts } = await import('./stack.mjs');
+const ports = upstreamPorts();
+const ENDPOINTS = {
+  api: { port: ports.api, health: '/health' },
+  edge: { port: ports.edge, health: '/health' },
+  pipeline: { port: ports.pipelineMetrics, health: '/metrics' },
+};
 
 function start(name) {
   const child = spawn(process.execPath, [...NODE_FLAGS[name], join(root, PROCESS_ENTRIES[name])], {
@@ -61,21 +84,12 @@ function start(name) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (NICE[name]) setPriority(child.pid, NICE[name]);
-  const tag = process.stdout.isTTY ? `\x1b[${colors[name]}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8);
-  for (const stream of [child.stdout, child.stderr]) {
-    createInterface({ input: stream }).on('line', (line) => {
-      let out = line;
-      if (line.startsWith('{')) {
-        try {
-          out = pretty(line).trimEnd();
-        } catch {
-          /* not a log line: print as is */
-        }
-      }
-      process.stdout.write(`${tag} ${out}\n`);
-    });
-  }
+  const { port, health } = ENDPOINTS[name];
+  registerProcess(name, { pid: child.pid, port, health: `http://127.0.0.1:${port}${health}` });
+  const tag = tagOf(name);
+  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => printLine(tag, line));
   child.on('exit', (code, signal) => {
+    unregisterProcess(name, child.pid);
     procs.delete(name);
     process.stdout.write(`${tag} exited (${signal ?? code})\n`);
     if (!stopping) shutdown(code ?? 1);

@@ -18,17 +18,22 @@ const manifestHash = (root) =>
 export function ensureNodeModules(root, log = console.log) {
   const stamp = join(root, 'node_modules', '.installed-manifest');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === manifestHash(root)) return;
-  log('npm: installing dependencies…');
+  const t0 = Date.now();
+  log(`npm: installing dependencies (${existsSync(stamp) ? 'package.json changed' : 'first run: about a minute'})…`);
   const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) {
     console.error('npm install failed; see the output above');
     process.exit(r.status ?? 1);
   }
   writeFileSync(stamp, manifestHash(root));
+  log(`npm: dependencies installed in ${Math.round((Date.now() - t0) / 1000)} s`);
 }
 
 /** Compiles TypeScript to dist/ (incremental, so a second build is quick). */
-export function build(root) {
+export function build(root, log = console.log) {
+  const t0 = Date.now();
+  const first = !existsSync(join(root, 'dist'));
+  if (first) log('build: compiling TypeScript (first run: about 30 s)…');
   const r = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
     cwd: root,
     stdio: 'inherit',
@@ -37,4 +42,5 @@ export function build(root) {
     console.error('TypeScript build failed; see the errors above');
     process.exit(r.status ?? 1);
   }
+  if (first) log(`build: compiled in ${Math.round((Date.now() - t0) / 1000)} s`);
 }

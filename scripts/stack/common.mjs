@@ -318,6 +318,47 @@ export async function withLock(fn) {
   try { return await fn(); } finally { try { if (readPid(FILES.lock) === process.pid) fs.unlinkSync(FILES.lock); } catch { /* ignore */ } }
 }
 
+/**
+ * Runs a long first-run step (a package install, a download) with a line when it starts, one every
+ * 15 s while it runs, and its duration at the end: a silent terminal looks hung.
+ */
+export async function timed(label, log, fn, everyMs = 15_000) {
+  const t0 = Date.now();
+  const secs = () => Math.round((Date.now() - t0) / 1000);
+  const ticker = setInterval(() => log(`${label} … still running (${secs()} s)`), everyMs);
+  try {
+    const result = await fn();
+    log(`${label} done in ${secs()} s`);
+    return result;
+  } finally {
+    clearInterval(ticker);
+  }
+}
+
+/**
+ * The service processes a launcher started (`npm run up`: api, edge, pipeline; the simulator), so
+ * `stack.mjs status` can list them beside the engines: name → { pid, port, health (URL), startedAt }.
+ */
+export const PROCESSES_FILE = path.join(STACK_DIR, 'processes.json');
+
+export function readProcesses() {
+  try { return JSON.parse(fs.readFileSync(PROCESSES_FILE, 'utf8')); } catch { return {}; }
+}
+
+export function registerProcess(name, info) {
+  mkdirp(STACK_DIR);
+  const all = readProcesses();
+  all[name] = { ...info, startedAt: new Date().toISOString() };
+  fs.writeFileSync(PROCESSES_FILE, `${JSON.stringify(all, null, 2)}\n`);
+}
+
+export function unregisterProcess(name, pid) {
+  const all = readProcesses();
+  if (!all[name] || (pid !== undefined && all[name].pid !== pid)) return;
+  delete all[name];
+  try { fs.writeFileSync(PROCESSES_FILE, `${JSON.stringify(all, null, 2)}\n`); } catch { /* the stack folder is gone */ }
+}
+
 export function readState() {
   try { return JSON.parse(fs.readFileSync(FILES.state, 'utf8')); } catch { return { services: {} }; }
 }

@@ -127,12 +127,12 @@ export function resolveEnv() {
   };
 }
 
-/** The ports nginx proxies to: API_PORT / EDGE_PORT from the environment or .env. */
+/** The service processes' ports (nginx proxies to api and edge) from the environment or .env. */
 export function upstreamPorts() {
   const file = parseDotEnv(readText(FILES.dotenv));
   const pick = (k, d) => {
     const v = Number.parseInt(process.env[k] || file[k] || d, 10);
     return Number.isInteger(v) && v > 0 && v < 65536 ? v : Number(d);
   };
-  return { api: pick('API_PORT', '3000'), edge: pick('EDGE_PORT', '3001') };
+  return { api: pick('API_PORT', '3000'), edge: pick('EDGE_PORT', '3001'), pipelineMetrics: pick('PIPELINE_METRICS_PORT', '9466') };
 }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   ENGINE_DIRS, PORTS, StackError, TEMPLATES, exists, killAndWait, pidIs, portOpen, privateDir, readPid, readText, rel,
-  render, run, spawnDetached, which, writeIfChanged, writtenWithin,
+  render, run, spawnDetached, timed, which, writeIfChanged, writtenWithin,
 } from './common.mjs';
 
 const DIR = ENGINE_DIRS.kafka;
@@ -50,9 +50,9 @@ async function fetchLibs(log) {
   log(`kafka      fetching jars with mvn (${rel(F.mvnLog)})`);
   const tmp = `${F.libs}.tmp`;
   fs.rmSync(tmp, { recursive: true, force: true });
-  const r = await run('mvn', ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`], {
+  const r = await timed('kafka      mvn', log, () => run('mvn', ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`], {
     outFile: F.mvnLog,
-  });
+  }));
   const got = exists(tmp) ? fs.readdirSync(tmp) : [];
   if (r.code !== 0 || !got.some((j) => j.startsWith('kafka_2.13-'))) {
     throw new StackError('kafka', `mvn dependency:copy-dependencies failed (exit ${r.code})`, F.mvnLog);
