@@ -1,19 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import type { Config } from '../../lib/config.js';
-import { derivedTopicNames } from '../../lib/events.js';
-import { createLogger } from '../../lib/logger.js';
 import { repoPath } from '../../lib/paths.js';
-import { runAlarmRules, type RunningAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
-import { runProcessors, type RunningProcessors } from '../../pipeline/processors/run.js';
-import { runEventsSink, type RunningEventsSink } from '../../pipeline/sink/events-sink.js';
 import { launchChromium } from '../../scripts/lib/chromium.mjs';
 import { ensureWebBuild } from '../../scripts/lib/web.mjs';
 import { startTestEdge } from '../edge/support.js';
-import { startApi, testConfig, type RunningApi } from '../support/env.js';
+import type { RunningApi } from '../support/env.js';
+import { startServiceStack } from '../support/service-stack.js';
 import { startFrontDoor, type FrontDoor } from '../support/frontdoor.js';
 
 /**
@@ -33,28 +28,8 @@ export interface WebStack {
 
 export async function startWebStack(): Promise<WebStack> {
   ensureWebBuild(repoPath(), () => undefined);
-  const prefix = `${testConfig().KAFKA_TOPIC_PREFIX}.web${randomUUID().slice(0, 6)}`;
-  const overrides = { KAFKA_TOPIC_PREFIX: prefix };
-  const cfg = testConfig(overrides);
-  const log = createLogger('web-test', cfg.LOG_LEVEL);
-  const api = await startApi(cfg);
-  const { kafka, db, ch, producer, publisher, topics } = api.services;
-  const stops: Array<() => Promise<void>> = [() => api.close()];
-  const close = async () => {
-    for (const stop of stops.reverse()) await stop().catch((err) => log.error({ err }, 'web stack: stop failed'));
-  };
+  const { cfg, overrides, api, stops, close } = await startServiceStack('web');
   try {
-    const sink: RunningEventsSink = await runEventsSink(kafka, {
-      groupId: `${prefix}.sink.events`, partitions: cfg.KAFKA_PARTITIONS, ch, db, producer, topics, log, batchRows: 5000, batchMs: 200, drainMs: 5000,
-    });
-    stops.push(() => sink.stop());
-    const processors: RunningProcessors = await runProcessors({
-      kafka, db, ch, producer, log, prefix, partitions: cfg.KAFKA_PARTITIONS, events: topics.events, deadLetter: topics.deadLetter,
-      derived: derivedTopicNames(prefix), batchRows: 5000, batchMs: 100, drainMs: 5000, tickMs: 300,
-    });
-    stops.push(() => processors.stop());
-    const rules: RunningAlarmRules = await runAlarmRules({ kafka, db, log, publisher, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300, commitIntervalMs: 0 });
-    stops.push(() => rules.stop());
     let edge = await startTestEdge(overrides);
     stops.push(() => edge.close());
     const stopEdge = async () => {
