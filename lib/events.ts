@@ -310,7 +310,8 @@ export const occupancyUpdateSchema = z.object({
 });
 export type OccupancyUpdate = z.infer<typeof occupancyUpdateSchema>;
 
-export const CONNECTOR_HEALTH = ['healthy', 'degraded', 'offline'] as const;
+/** `waiting`: created lately and never heard from yet (within the grace before it counts as offline, no alarm). */
+export const CONNECTOR_HEALTH = ['healthy', 'degraded', 'offline', 'waiting'] as const;
 export type ConnectorHealth = (typeof CONNECTOR_HEALTH)[number];
 
 /** An integration's health changed (the alarm rules raise and clear alarms from these). */

@@ -97,7 +97,7 @@ export function occupancySeverity(rule: OccupancyRule, percent: number, current:
 /** The percentage the alarm of `rule` clears below. */
 export const clearBelow = (rule: OccupancyRule): number => (rule.levels[0]?.percent ?? 0) - rule.hysteresis;
 
-/** Connector health → severity: degraded MINOR, offline MAJOR, healthy none. */
+/** Connector health → severity: degraded MINOR, offline MAJOR, healthy and waiting (a new integration's grace) none. */
 export function connectorSeverity(status: ConnectorHealth): AlarmSeverity | null {
   if (status === 'offline') return 'MAJOR';
   if (status === 'degraded') return 'MINOR';

@@ -4,6 +4,7 @@ import { latestHealth } from '../../clickhouse/queries/derived.js';
 import { CONNECTOR_HEALTH, CONNECTOR_TYPES, type ConnectorHealth } from '../../lib/events.js';
 import type { Queryable } from '../../postgres/client.js';
 import { operatorActiveIntegrations } from '../../postgres/queries/integrations.js';
+import { EXPECTED_INTERVAL_MS, OFFLINE_AFTER } from './connector-intervals.js';
 
 /** GET /api/dashboard/connectors: no input. */
 export const connectorHealthInput = z.object({});
@@ -27,7 +28,8 @@ const FRESH_S = 2 * 3600;
 /**
  * The operator's active integrations grouped by connector type and health status, from the health
  * processor's newest row per integration (docs/processors.md#connector-health). An integration
- * without a recent row (never sent anything, or the processor has not evaluated it) is `offline`.
+ * without a recent row (never sent anything, or the processor has not evaluated it) is `offline`,
+ * or `waiting` within its grace after creation.
  * `lastEventAt` is the newest event the sink stored for the integration's venue and type: health
  * rows are written on transitions and hourly, so theirs can be an hour old.
  */
@@ -38,7 +40,8 @@ export async function connectorHealth(deps: { db: Queryable; ch: Ch }, operatorI
   const groups = new Map<string, { type: (typeof CONNECTOR_TYPES)[number]; status: ConnectorHealth; count: number; last: number | null }>();
   for (const i of integrations) {
     const r = byId.get(i.id);
-    const status = (r?.status ?? 'offline') as ConnectorHealth;
+    const fresh = now - i.created_at.getTime() <= OFFLINE_AFTER * EXPECTED_INTERVAL_MS[i.connector_type];
+    const status = (r?.status ?? (fresh ? 'waiting' : 'offline')) as ConnectorHealth;
     // The health row's value only without a stored-event row (events older than the table).
     const last = i.last_event_at ? i.last_event_at.getTime() : r && r.has_last_event ? Number(r.last_event_at) * 1000 : null;
     const key = `${i.connector_type}|${status}`;

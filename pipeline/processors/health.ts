@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../../postgres/client.js';
 import {
+  CONNECTOR_HEALTH,
   decodeIngestReport,
   decodeStateEntry,
   encodeConnectorHealthChange,
@@ -12,6 +13,7 @@ import {
 import { describeError } from '../sink/dead-letter.js';
 import type { Effects, Processor } from './runtime.js';
 import { VenueInfos } from './venues.js';
+import { DEGRADED_AFTER, EXPECTED_INTERVAL_MS, OFFLINE_AFTER } from '../../domain/analytics/connector-intervals.js';
 
 /**
  * Connector health per active integration (docs/processors.md#connector-health), from the ingest
@@ -26,19 +28,7 @@ import { VenueInfos } from './venues.js';
  * for stable ones).
  */
 
-/** How often each connector type normally sends something (vendor facts, docs/processors.md). */
-export const EXPECTED_INTERVAL_MS: Record<ConnectorType, number> = {
-  meraki: 60_000,
-  aruba: 60_000,
-  unifi: 60_000,
-  density: 300_000,
-  verkada: 900_000,
-  square: 900_000,
-  mywifi: 900_000,
-};
-/** Silent for more than this many intervals: degraded; more than OFFLINE_AFTER: offline. */
-export const DEGRADED_AFTER = 3;
-export const OFFLINE_AFTER = 10;
+export { DEGRADED_AFTER, EXPECTED_INTERVAL_MS, OFFLINE_AFTER };
 export const REJECTION_WINDOW_MS = 15 * 60_000;
 /** At least this share of submitted events rejected (with at least MIN_SUBMITTED submitted): degraded. */
 export const DEGRADED_REJECTION_RATE = 0.05;
@@ -60,7 +50,7 @@ const integrationSchema = z.object({
   o: z.string(),
   v: z.string(),
   t: z.string(),
-  status: z.enum(['healthy', 'degraded', 'offline']).nullable(),
+  status: z.enum(CONNECTOR_HEALTH).nullable(),
   snap: z.number(),
 });
 type Integration = z.infer<typeof integrationSchema>;
@@ -110,6 +100,8 @@ export function healthOf(
   rejected: number,
   now: number,
   link?: LinkRecord,
+  /** When the integration was created: one never heard from is `waiting`, not offline, for the first OFFLINE_AFTER intervals. */
+  createdAt?: number,
 ): { status: ConnectorHealth; rate: number; reason: string } {
   const interval = EXPECTED_INTERVAL_MS[type];
   const submitted = accepted + rejected;
@@ -118,7 +110,14 @@ export function healthOf(
   const words = link ? LINK_WORDS[link.link] : undefined;
   const lastError = link?.error && link.failures > 0 ? `; last ${link.link === 'poll' ? 'poll' : 'delivery'} error: ${link.error}` : '';
   const cut = (reason: string) => (reason.length > 200 ? `${reason.slice(0, 199)}…` : reason);
-  if (alive < 0) return { status: 'offline', rate, reason: cut(`nothing received yet${lastError}`) };
+  if (alive < 0) {
+    // A new integration with a wrong password or secret shows it at once, grace or not.
+    if (link && words && link.failures >= LINK_FAILURES) return { status: 'degraded', rate, reason: cut(`${words.failing} (${link.failures} in a row): ${link.error ?? 'no reason given'}`) };
+    if (createdAt !== undefined && now - createdAt <= OFFLINE_AFTER * interval) {
+      return { status: 'waiting', rate, reason: cut(`waiting for its first data (created ${Math.round((now - createdAt) / 1000)} s ago)${lastError}`) };
+    }
+    return { status: 'offline', rate, reason: cut(`nothing received yet${lastError}`) };
+  }
   const silent = now - alive;
   if (silent > OFFLINE_AFTER * interval) return { status: 'offline', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
   if (link && words && link.failures >= LINK_FAILURES) return { status: 'degraded', rate, reason: cut(`${words.failing} (${link.failures} in a row): ${link.error ?? 'no reason given'}`) };
@@ -214,7 +213,15 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
           const accepted = recent.reduce((n, x) => n + x[1], 0);
           const rejected = recent.reduce((n, x) => n + x[2], 0);
           const lastAt = src?.last ?? -1;
-          const h = healthOf(ig.connector_type as ConnectorType, lastAt < 0 ? null : lastAt, accepted, rejected, ctx.now, linkRecord(state.links.get(`l|${ig.id}`), ctx.now));
+          const h = healthOf(
+            ig.connector_type as ConnectorType,
+            lastAt < 0 ? null : lastAt,
+            accepted,
+            rejected,
+            ctx.now,
+            linkRecord(state.links.get(`l|${ig.id}`), ctx.now),
+            Date.parse(ig.created_at),
+          );
           const transition = h.status !== i.status;
           if (!transition && ctx.now - i.snap < SNAPSHOT_EVERY_MS) continue;
           effects.outputs.push({

@@ -118,10 +118,10 @@ export async function replaceIntegrationSecrets(db: Queryable, integrationId: st
 export async function operatorActiveIntegrations(
   db: Queryable,
   operatorId: string,
-): Promise<Array<{ id: string; venue_id: string; connector_type: ConnectorType; last_event_at: Date | null }>> {
+): Promise<Array<{ id: string; venue_id: string; connector_type: ConnectorType; created_at: Date; last_event_at: Date | null }>> {
   return rows(
     db,
-    sql`SELECT i.id, i.venue_id, i.connector_type, e.last_event_at
+    sql`SELECT i.id, i.venue_id, i.connector_type, i.created_at, e.last_event_at
           FROM integrations i JOIN venues v ON v.id = i.venue_id
           LEFT JOIN venue_connector_events e ON e.venue_id = i.venue_id AND e.connector_type = i.connector_type
          WHERE v.operator_id = ${operatorId} AND v.is_active AND i.is_active AND i.deleted_at IS NULL

@@ -76,7 +76,8 @@ describe('GET /api/dashboard/connectors lastEventAt', () => {
     });
     expect(g1).toEqual([
       { type: 'meraki', status: 'healthy', count: 2, lastEventAt: first },
-      { type: 'density', status: 'offline', count: 1, lastEventAt: null },
+      // Created a moment ago and never heard from: within its grace, no alarm.
+      { type: 'density', status: 'waiting', count: 1, lastEventAt: null },
     ]);
 
     // Still healthy (no transition, so no new health row): only the stored events move it on.

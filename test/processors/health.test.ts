@@ -89,7 +89,7 @@ describe('connector health', () => {
     expect(groups.connectors.map((c) => [c.type, c.status, c.count, c.lastEventAt === null])).toEqual([
       ['meraki', 'healthy', 1, false],
       ['density', 'degraded', 1, false],
-      ['verkada', 'offline', 1, true],
+      ['verkada', 'waiting', 1, true],
     ]);
     expect(Date.now() - Date.parse(groups.connectors[0]!.lastEventAt!)).toBeLessThan(60_000);
     const first = await changes();
@@ -97,7 +97,7 @@ describe('connector health', () => {
       [
         [ids.meraki, 'healthy'],
         [ids.density, 'degraded'],
-        [ids.verkada, 'offline'],
+        [ids.verkada, 'waiting'],
       ].sort(),
     );
     expect(first.find((c) => c.integrationId === ids.density)!.rejectionRate).toBe(0.6);
@@ -106,12 +106,12 @@ describe('connector health', () => {
   it('emits a transition when an integration comes to life', async () => {
     expect((await send(mine.operatorId, mine.venueId, 'verkada', [{ type: 'heartbeat', timestamp: at(), payload: { integration_id: ids.verkada } }])).result.accepted).toBe(1);
     const change = await waitFor('verkada healthy', async () => (await changes()).find((c) => c.integrationId === ids.verkada && c.status === 'healthy'));
-    expect(change).toMatchObject({ previous: 'offline', connectorType: 'verkada', venueId: mine.venueId, operatorId: mine.operatorId });
+    expect(change).toMatchObject({ previous: 'waiting', connectorType: 'verkada', venueId: mine.venueId, operatorId: mine.operatorId });
   });
 
   it('shows each operator only its own integrations', async () => {
     const groups = await connectorHealth(h, theirs.operatorId);
-    expect(groups.connectors).toEqual([{ type: 'meraki', status: 'offline', count: 1, lastEventAt: null }]);
+    expect(groups.connectors).toEqual([{ type: 'meraki', status: 'waiting', count: 1, lastEventAt: null }]);
   });
 
   it('uses the documented thresholds', () => {
@@ -123,6 +123,10 @@ describe('connector health', () => {
     expect(healthOf('meraki', now, 95, 5, now).status).toBe('degraded');
     expect(healthOf('meraki', now, 10, 5, now).status).toBe('healthy');
     expect(healthOf('meraki', null, 0, 0, now).status).toBe('offline');
+    // A new integration: waiting (no alarm) for its first 10 intervals, then offline.
+    expect(healthOf('meraki', null, 0, 0, now, undefined, now - 9 * 60_000)).toEqual({ status: 'waiting', rate: 0, reason: 'waiting for its first data (created 540 s ago)' });
+    expect(healthOf('meraki', null, 0, 0, now, undefined, now - 11 * 60_000).status).toBe('offline');
+    expect(healthOf('verkada', null, 0, 0, now, undefined, now - 2 * 3_600_000).status).toBe('waiting');
   });
 });
 
@@ -160,6 +164,8 @@ describe('health from the vendor link', () => {
       reason: 'nothing received yet; last poll error: timed out after 10 s',
     });
     expect(healthOf('unifi', now, 0, 0, now, link({ okAt: now - 60_000, failures: 2, error: 'x' })).status).toBe('healthy');
+    // A new integration with a wrong password shows it within its grace.
+    expect(healthOf('unifi', null, 0, 0, now, link({ failures: 3, error: 'login refused' }), now - 60_000).reason).toBe('polls failing (3 in a row): login refused');
     expect(healthOf('meraki', now, 50, 0, now, link({ link: 'webhook', okAt: now, failures: 3, error: 'secret does not match' })).reason).toBe(
       'webhook deliveries refused (3 in a row): secret does not match',
     );

@@ -117,7 +117,7 @@ export interface Prediction {
   sampleSize: number;
 }
 export interface ConnectorHealth {
-  connectors: Array<{ type: string; status: 'healthy' | 'degraded' | 'offline'; count: number; lastEventAt: string | null }>;
+  connectors: Array<{ type: string; status: 'healthy' | 'degraded' | 'offline' | 'waiting'; count: number; lastEventAt: string | null }>;
 }
 
 const v = (id: string) => `/api/venues/${encodeURIComponent(id)}`;
