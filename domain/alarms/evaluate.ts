@@ -95,7 +95,12 @@ async function applyInput(db: Db, s: Subject, at: InputPosition | null): Promise
         break;
       case 'revise': {
         const d = s.draft(action.severity);
-        const row = await reviseActiveAlarm(c, episode!.id, d.severity, d.message, d.details);
+        // At the same severity the alarm keeps the message and figures it was raised with (a
+        // WARNING raised at 82 % must not read "at 78 %; WARNING from 80 %" on the way down);
+        // the newest figures go beside them. A severity change re-words it.
+        const same = d.severity === episode!.severity;
+        const details = same ? { ...episode!.details, latest: latestOf(d.details) } : { ...d.details, latest: latestOf(d.details) };
+        const row = await reviseActiveAlarm(c, episode!.id, d.severity, same ? episode!.message : d.message, details);
         if (row && row.severity !== episode!.severity) ids.push(await recordAlarmEvent(c, 'severity_changed', 'rule', row, episode!.severity as AlarmSeverity));
         break;
       }
@@ -253,4 +258,10 @@ export async function clearOrphanedAlarms(db: Db, limit = 100): Promise<number[]
     }
     return ids;
   });
+}
+
+/** The changing figures of a draft's details (not the raise's settings and names), for `details.latest`. */
+function latestOf(details: Record<string, unknown>): Record<string, unknown> {
+  const { threshold: _t, clearBelow: _c, zoneName: _z, connectorType: _k, previousStatus: _p, latest: _l, ...figures } = details;
+  return figures;
 }

@@ -120,12 +120,19 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
       [99, 'MAJOR'],
       [82, 'WARNING'],
     ];
+    let raisedWith = { value: 0, message: '' };
     for (const [value, severity] of path) {
+      const before = alarm.severity;
       await sendOccupancy(stack, [occupancy(site, zoneId, value)]);
       await drained(stack);
       [alarm] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
       expect({ value, severity: alarm.severity, status: alarm.status }).toEqual({ value, severity, status: 'ACTIVE_UNACK' });
-      expect(alarm.details).toMatchObject({ current: value, capacity: 100, percent: value });
+      // The newest figure beside the one the alarm was raised (or re-graded) with, whose message stays.
+      expect(alarm.details.latest).toMatchObject({ current: value, percent: value });
+      if (severity !== before) raisedWith = { value, message: alarm.message };
+      expect(alarm.details).toMatchObject({ current: raisedWith.value, capacity: 100, percent: raisedWith.value });
+      expect(alarm.message).toBe(raisedWith.message);
+      expect(alarm.message).toContain(`at ${raisedWith.value}% of capacity`);
     }
     expect(await allCount(zoneId)).toBe(1);
     const kinds = await until('the severity events', async () => {
