@@ -50,13 +50,50 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
 export async function predictOccupancy(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof predictionInput>, now = Date.now()): Promise<Prediction> {
   const { id, dayOfWeek, hour } = parseInput(predictionInput, input, 'query');
   const venue = await ownedVenue(deps.db, operatorId, id);
+  const samples = await hourlySamples(deps.ch, operatorId, venue, now);
+  return summarise(dayOfWeek, hour, samples.get(slot(dayOfWeek, hour)) ?? []);
+}
+
+/** GET /api/venues/:id/predictions/occupancy/week: path `{ id }`, no query. */
+export const weekPredictionInput = z.object({ id: z.uuid() });
+
+export const weekPredictionOutput = z.object({
+  venue_id: z.uuid(),
+  /** The venue's IANA time zone: dayOfWeek and hour are local to it. */
+  timezone: z.string(),
+  /** 168 cells, Sunday 0:00 first, then by hour. */
+  cells: z.array(predictionOutput),
+});
+export type WeekPrediction = z.infer<typeof weekPredictionOutput>;
+
+/**
+ * The expected occupancy of every local day of week and hour at once, each cell as
+ * `predictOccupancy` answers it (the same samples, one read instead of 168): the dashboard's heat map.
+ */
+export async function predictOccupancyWeek(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof weekPredictionInput>, now = Date.now()): Promise<WeekPrediction> {
+  const { id } = parseInput(weekPredictionInput, input, 'query');
+  const venue = await ownedVenue(deps.db, operatorId, id);
+  const samples = await hourlySamples(deps.ch, operatorId, venue, now);
+  const cells: Prediction[] = [];
+  for (let d = 0; d < 7; d++) for (let h = 0; h < 24; h++) cells.push(summarise(d, h, samples.get(slot(d, h)) ?? []));
+  return { venue_id: id, timezone: venue.timezone, cells };
+}
+
+const slot = (dayOfWeek: number, hour: number) => dayOfWeek * 24 + hour;
+
+/**
+ * The samples of the last 28 days per local (day of week × 24 + hour): one per complete hour, its
+ * occupancy history's mean, carried from the last figure when the hour has no point (0 once a
+ * daily reset passed since); hours before the venue's first figure have none.
+ */
+async function hourlySamples(ch: Ch, operatorId: string, venue: { id: string; timezone: string; occupancy_reset_hour: number }, now: number): Promise<Map<number, number[]>> {
   const toSec = Math.floor(now / 1000 / HOUR_S) * HOUR_S;
   const fromSec = toSec - PREDICTION_DAYS * 86_400;
-  const hours = new Map((await occupancyHours(deps.ch, { operatorId, venueId: id, fromSec: fromSec - CARRY_DAYS * 86_400, toSec })).map((h) => [h.t, h]));
+  const hours = new Map((await occupancyHours(ch, { operatorId, venueId: venue.id, fromSec: fromSec - CARRY_DAYS * 86_400, toSec })).map((h) => [h.t, h]));
   const periodOf = (sec: number) => periodStart(sec * 1000, venue.occupancy_reset_hour, venue.timezone);
   /** The last figure so far and the period it belongs to. */
   let last: { value: number; period: number } | undefined;
-  const samples: number[] = [];
+  const samples = new Map<number, number[]>();
   for (let t = fromSec - CARRY_DAYS * 86_400; t < toSec; t += HOUR_S) {
     const h = hours.get(t);
     let value: number | undefined;
@@ -65,8 +102,15 @@ export async function predictOccupancy(deps: { db: Queryable; ch: Ch }, operator
     if (h) last = { value: h.last, period: periodOf(h.lastAt) };
     if (t < fromSec || value === undefined) continue;
     const ms = t * 1000;
-    if (dayOfWeekOf(localDayNumber(ms, venue.timezone)) === dayOfWeek && localHour(ms, venue.timezone) === hour) samples.push(value);
+    const key = slot(dayOfWeekOf(localDayNumber(ms, venue.timezone)), localHour(ms, venue.timezone));
+    const list = samples.get(key);
+    if (list) list.push(value);
+    else samples.set(key, [value]);
   }
+  return samples;
+}
+
+function summarise(dayOfWeek: number, hour: number, samples: number[]): Prediction {
   if (samples.length === 0) return { dayOfWeek, hour, mean: 0, p25: 0, p75: 0, p95: 0, sampleSize: 0 };
   samples.sort((a, b) => a - b);
   return {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertDerivedOccupancy, type DerivedOccupancyRow } from '../../clickhouse/queries/derive.js';
-import { predictOccupancy } from '../../domain/analytics/predictions.js';
+import { predictOccupancy, predictOccupancyWeek } from '../../domain/analytics/predictions.js';
 import { newVenue, openProcHarness, type ProcHarness } from './harness.js';
 
 const MINUTE = 60_000;
@@ -126,5 +126,20 @@ describe('occupancy predictions', () => {
       details: [{ field: 'dayOfWeek', message: 'is required' }],
     });
     await expect(predictOccupancy(h, quiet.operatorId, { id: utc.venueId, dayOfWeek: 1, hour: 1 })).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
+  });
+
+  it('for the whole week in one read: every cell as the single-hour answer gives it, venue-local, Sunday 0:00 first', async () => {
+    const at = Date.now();
+    const week = await predictOccupancyWeek(h, ny.operatorId, { id: ny.venueId }, at);
+    expect(week.venue_id).toBe(ny.venueId);
+    expect(week.timezone).toBe('America/New_York');
+    expect(week.cells).toHaveLength(168);
+    expect(week.cells.slice(0, 2).map((c) => [c.dayOfWeek, c.hour])).toEqual([[0, 0], [0, 1]]);
+    expect(week.cells.filter((c) => c.sampleSize > 0).length).toBeGreaterThan(150);
+    for (const [dayOfWeek, hour] of [[0, 0], [3, 14], [6, 23], [2, 9]] as const) {
+      expect(week.cells[dayOfWeek * 24 + hour]).toEqual(await predictOccupancy(h, ny.operatorId, { id: ny.venueId, dayOfWeek, hour }, at));
+    }
+    expect((await predictOccupancyWeek(h, quiet.operatorId, { id: quiet.venueId })).cells.every((c) => c.sampleSize === 0 && c.mean === 0)).toBe(true);
+    await expect(predictOccupancyWeek(h, quiet.operatorId, { id: ny.venueId })).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
   });
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { connectorHealth, connectorHealthOutput } from '../../../domain/analytics/connectors.js';
 import { DWELL_RANGES, dwellOutput, venueDwell } from '../../../domain/analytics/dwell.js';
 import { venueOccupancy, venueOccupancyOutput } from '../../../domain/analytics/occupancy.js';
-import { predictionOutput, predictOccupancy } from '../../../domain/analytics/predictions.js';
+import { predictionOutput, predictOccupancy, predictOccupancyWeek, weekPredictionOutput } from '../../../domain/analytics/predictions.js';
 import { SCORING_RANGES, scoringOutput, visitorScoring } from '../../../domain/analytics/scoring.js';
 import { LONG_RANGES } from '../../../domain/limits/query-limits.js';
 import { operation } from './operation.js';
@@ -103,6 +103,26 @@ export const analyticsOperations = [
     },
     handler: ({ params, query }, { deps, operator }) =>
       predictOccupancy(deps.services, operator.id, { id: params.id, dayOfWeek: query.dayOfWeek, hour: query.hour }),
+  }),
+  operation({
+    id: 'predictOccupancyWeek',
+    method: 'get',
+    path: '/api/venues/{id}/predictions/occupancy/week',
+    summary: 'Expected venue occupancy for every local day of week and hour (168 cells), from the last 28 days of hourly occupancy, in one read',
+    tag: 'Analytics',
+    auth: 'bearer',
+    cost: 'expensive',
+    params: venueParams,
+    response: { status: 200, description: 'Sunday 0:00 first, then by hour; each cell as the single-hour prediction answers it', schema: weekPredictionOutput },
+    errors: VENUE_ERRORS,
+    tool: {
+      name: 'predict_occupancy_week',
+      description:
+        "Expected whole-venue occupancy (people) for all 168 hours of a week, in the venue's local time zone (returned as timezone): per day of week (0 Sunday to 6 Saturday) " +
+        'and hour (0-23) the mean, p25, p75 and p95 over that weekday-and-hour in the last 28 days and the number of hourly samples. Use it to find busy and quiet hours.',
+      rename: { id: 'venue_id' },
+    },
+    handler: ({ params }, { deps, operator }) => predictOccupancyWeek(deps.services, operator.id, { id: params.id }),
   }),
   operation({
     id: 'getConnectorHealth',
