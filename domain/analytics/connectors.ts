@@ -34,16 +34,8 @@ const FRESH_S = 2 * 3600;
  * rows are written on transitions and hourly, so theirs can be an hour old.
  */
 export async function connectorHealth(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<ConnectorHealthGroups> {
-  const integrations = await operatorActiveIntegrations(deps.db, operatorId);
-  const rows = await latestHealth(deps.ch, { operatorId, integrationIds: integrations.map((i) => i.id), sinceSec: Math.floor(now / 1000) - FRESH_S });
-  const byId = new Map(rows.map((r) => [r.integration_id, r]));
   const groups = new Map<string, { type: (typeof CONNECTOR_TYPES)[number]; status: ConnectorHealth; count: number; last: number | null }>();
-  for (const i of integrations) {
-    const r = byId.get(i.id);
-    const fresh = now - i.created_at.getTime() <= OFFLINE_AFTER * EXPECTED_INTERVAL_MS[i.connector_type];
-    const status = (r?.status ?? (fresh ? 'waiting' : 'offline')) as ConnectorHealth;
-    // The health row's value only without a stored-event row (events older than the table).
-    const last = i.last_event_at ? i.last_event_at.getTime() : r && r.has_last_event ? Number(r.last_event_at) * 1000 : null;
+  for (const { integration: i, status, last } of await integrationStatuses(deps, operatorId, now)) {
     const key = `${i.connector_type}|${status}`;
     const g = groups.get(key) ?? { type: i.connector_type, status, count: 0, last: null };
     g.count++;
@@ -56,4 +48,27 @@ export async function connectorHealth(deps: { db: Queryable; ch: Ch }, operatorI
       .sort((a, b) => order(a) - order(b))
       .map((g) => ({ type: g.type, status: g.status, count: g.count, lastEventAt: g.last === null ? null : new Date(g.last).toISOString() })),
   };
+}
+
+export interface IntegrationStatus {
+  integration: { id: string; venue_id: string; connector_type: (typeof CONNECTOR_TYPES)[number] };
+  status: ConnectorHealth;
+  /** Newest sign of life, epoch ms; null when none. */
+  last: number | null;
+}
+
+/** Each of the operator's active integrations (of active venues) with its health, as the groups count them. */
+export async function integrationStatuses(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<IntegrationStatus[]> {
+  const integrations = await operatorActiveIntegrations(deps.db, operatorId);
+  if (integrations.length === 0) return [];
+  const rows = await latestHealth(deps.ch, { operatorId, integrationIds: integrations.map((i) => i.id), sinceSec: Math.floor(now / 1000) - FRESH_S });
+  const byId = new Map(rows.map((r) => [r.integration_id, r]));
+  return integrations.map((i) => {
+    const r = byId.get(i.id);
+    const fresh = now - i.created_at.getTime() <= OFFLINE_AFTER * EXPECTED_INTERVAL_MS[i.connector_type];
+    const status = (r?.status ?? (fresh ? 'waiting' : 'offline')) as ConnectorHealth;
+    // The health row's value only without a stored-event row (events older than the table).
+    const last = i.last_event_at ? i.last_event_at.getTime() : r && r.has_last_event ? Number(r.last_event_at) * 1000 : null;
+    return { integration: i, status, last };
+  });
 }

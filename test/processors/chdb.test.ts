@@ -14,6 +14,7 @@ import {
 } from '../../clickhouse/queries/derived.js';
 import { periodVisitsSql, type DerivedOccupancyRow, type DerivedVisitRow } from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
+import { dwellInWindowsSql, eventsInWindowsSql, venueOccupanciesSql } from '../../clickhouse/queries/portfolio.js';
 import { activePartitionsSql } from '../../clickhouse/queries/retention.js';
 import { telemetrySeriesSql } from '../../clickhouse/queries/telemetry.js';
 import { toRow } from '../../pipeline/sink/rows.js';
@@ -180,6 +181,19 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
     ]);
     const latest = await onBoth<{ integration_id: string; status: string; has_last_event: number }>(latestHealthSql({ operatorId, integrationIds: [integrationId], sinceSec: 0 }));
     expect(latest.map((r) => [r.integration_id, r.status, r.has_last_event])).toEqual([[integrationId, 'healthy', 1]]);
+  });
+
+  it("answer the portfolio's figures per venue: current occupancy, events and mean dwell in each venue's own window", async () => {
+    const elsewhere = randomUUID();
+    const [now] = await onBoth<{ venue_id: string; value: number; at: number }>(venueOccupanciesSql({ operatorId, venueIds: [venueId, elsewhere] }));
+    expect([now!.venue_id, Number(now!.value), Number(now!.at)]).toEqual([venueId, 2, base + 1_200_000]);
+    const windows = [{ venueId, fromMs: base - 1000 }, { venueId: elsewhere, fromMs: base - 3_600_000 }];
+    const events = await onBoth<{ venue_id: string; events: number }>(eventsInWindowsSql({ operatorId, windows, toSec: base / 1000 + 10 }));
+    expect(events.map((r) => [r.venue_id, Number(r.events)])).toEqual([[venueId, 1]]);
+    // A window starting after the event leaves it out.
+    expect(await onBoth(eventsInWindowsSql({ operatorId, windows: [{ venueId, fromMs: base + 1000 }], toSec: base / 1000 + 10 }))).toEqual([]);
+    const dwell = await onBoth<{ venue_id: string; avg_dwell: number }>(dwellInWindowsSql({ operatorId, windows: [{ venueId, fromMs: base }], nowMs: base + 36_000_000 }));
+    expect(dwell.map((r) => [r.venue_id, Number(r.avg_dwell)])).toEqual([[venueId, (100 + 400 + 1000 + 2000 + 10) / 5]]);
   });
 
   it('cut visits out of raw sightings: a gap over 15 minutes or a departure ends one, passers-by are left out; only devices seen in the marked range', async () => {

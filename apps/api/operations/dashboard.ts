@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DASHBOARD_RANGES, dashboardEvents, dashboardStats, type DashboardRange } from '../../../domain/dashboard/dashboard.js';
+import { portfolio, portfolioOutput } from '../../../domain/dashboard/portfolio.js';
 import { LONG_RANGES } from '../../../domain/limits/query-limits.js';
 import { operation } from './operation.js';
 import { count } from './schemas.js';
@@ -11,6 +12,25 @@ const dashboardEventsQuery = z.object({
 });
 
 export const dashboardOperations = [
+  operation({
+    id: 'getPortfolio',
+    method: 'get',
+    path: '/api/dashboard/portfolio',
+    summary: "Every active venue with live occupancy against capacity, active alarms by severity, connector health, today's events and average dwell, most in need of attention first",
+    tag: 'Dashboard',
+    auth: 'bearer',
+    cost: 'expensive',
+    response: { status: 200, description: 'One entry per active venue; today is the venue-local day', schema: portfolioOutput },
+    errors: [401, 429],
+    tool: {
+      name: 'get_portfolio',
+      description:
+        "The caller's venues at a glance, the ones needing attention first (most severe active alarm, then broken connectors, then the fullest): " +
+        'per venue the people present now against its capacity (percent), active alarms per severity, integrations per health status (healthy, degraded, offline, waiting), ' +
+        "and, for today in the venue's own time zone (local_day), the number of events and the mean dwell in seconds of finished visits.",
+    },
+    handler: (_input, { deps, operator }) => portfolio(deps.services, operator.id),
+  }),
   operation({
     id: 'getDashboardStats',
     method: 'get',
