@@ -8,6 +8,7 @@ import { operationsRouter } from './http/router.js';
 import { OPERATIONS } from './operations/index.js';
 import { mountMcp } from './mcp/transport.js';
 import { limiterFor } from './middleware/rate-limit.js';
+import { hooksRouter } from './http/hooks.js';
 
 export function createApp(deps: ApiDeps): Koa {
   // No `proxy`: koa would believe X-Forwarded-* from any peer. clientAddress believes only the
@@ -23,5 +24,8 @@ export function createApp(deps: ApiDeps): Koa {
   mountMcp(router, deps, OPERATIONS, limiter);
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
+  const hooks = hooksRouter(deps, limiter);
+  app.use(hooks.routes());
+  app.use(hooks.allowedMethods({ throw: true }));
   return app;
 }

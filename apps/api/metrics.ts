@@ -12,6 +12,8 @@ export interface ApiMetrics {
   duration: Histogram<'method' | 'route'>;
   ingestEvents: Counter<'outcome' | 'reason'>;
   produce: Histogram<'outcome'>;
+  /** Vendor webhook deliveries to /hooks/{integration_id}, by connector and outcome (accepted, refused, invalid, rate_limited, ignored). */
+  webhookDeliveries: Counter<'connector' | 'outcome'>;
 }
 
 export function createApiMetrics(): ApiMetrics {
@@ -32,6 +34,12 @@ export function createApiMetrics(): ApiMetrics {
       help: 'Time for Kafka to acknowledge an ingest batch (acks=all), by outcome',
       labelNames: ['outcome'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Vendor webhook deliveries, by connector and outcome: accepted, refused (401), invalid (400), rate_limited (429), ignored (taken, nothing to store)',
+      labelNames: ['connector', 'outcome'],
       registers: [registry],
     }),
   };

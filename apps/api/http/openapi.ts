@@ -5,6 +5,7 @@ import { RATE_LIMITS } from '../../../domain/limits/rate-limit.js';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from '../middleware/body.js';
 import { TAGS, type AnyOperation } from '../operations/operation.js';
 import { MCP_PATH } from '../mcp/transport.js';
+import { HOOKS_TAG, hooksOpenApiPaths } from './hooks.js';
 
 /** Every error code with its meaning; a Record so that a code added to ErrorCode must be added here. */
 const ERROR_MEANINGS: Record<ErrorCode, string> = {
@@ -126,6 +127,8 @@ function buildOpenApi(operations: readonly AnyOperation[], serverUrl: string): J
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const op of operations) (paths[op.path] ??= {})[op.method] = operation(op);
   paths[MCP_PATH] = { post: mcpOperation() };
+  // Vendor webhook receivers (http/hooks.ts): not operations, as they read the raw body.
+  Object.assign(paths, hooksOpenApiPaths());
   const errorResponses: Record<string, JsonSchema> = {};
   for (const [status, description] of Object.entries(ERROR_STATUSES)) {
     errorResponses[`Error${status}`] = {
@@ -150,6 +153,7 @@ function buildOpenApi(operations: readonly AnyOperation[], serverUrl: string): J
     tags: [
       ...[...new Set(operations.map((op) => op.tag))].map((name) => ({ name, description: TAGS[name] })),
       { name: 'MCP', description: 'Tools for AI agents over the Model Context Protocol' },
+      HOOKS_TAG,
     ],
     paths,
     components: {

@@ -24,18 +24,7 @@ export interface BodyOptions {
  * too deeply nested JSON, a non-JSON content type, or a lone surrogate in a string.
  */
 export async function readJsonBody(ctx: Context, opts: BodyOptions = {}): Promise<unknown> {
-  const limit = opts.limit ?? MAX_BODY_BYTES;
-  const encoding = ctx.get('content-encoding').trim().toLowerCase();
-  if (encoding && encoding !== 'identity') {
-    throw unsupported(`Content-Encoding ${encoding.slice(0, 32)} is not accepted; send the JSON uncompressed`, 'content-encoding');
-  }
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(ctx.get('content-type'))?.[1]?.toLowerCase();
-  if (charset && charset !== 'utf-8' && charset !== 'utf8') {
-    throw unsupported(`charset ${charset.slice(0, 32)} is not accepted; JSON bodies are UTF-8`, 'content-type');
-  }
-  const declared = Number(ctx.get('content-length') || 0);
-  if (declared > limit) throw tooLarge(limit);
-  const text = await readText(ctx.req, limit);
+  const text = await readRawText(ctx, opts.limit);
   if (text.trim() === '') return undefined;
   if (!ctx.is('application/json', '+json')) {
     throw new AppError(400, 'VALIDATION_ERROR', 'request body must be JSON with Content-Type: application/json', [
@@ -62,6 +51,25 @@ export async function readJsonBody(ctx: Context, opts: BodyOptions = {}): Promis
     ]);
   }
   return body;
+}
+
+/**
+ * The request body as UTF-8 text, unparsed (vendor webhooks sign the exact bytes): the same rules
+ * as JSON bodies for Content-Encoding and charset (415), size (413, declared and streamed) and
+ * UTF-8 (400). The caller checks the content type.
+ */
+export async function readRawText(ctx: Context, limit = MAX_BODY_BYTES): Promise<string> {
+  const encoding = ctx.get('content-encoding').trim().toLowerCase();
+  if (encoding && encoding !== 'identity') {
+    throw unsupported(`Content-Encoding ${encoding.slice(0, 32)} is not accepted; send the JSON uncompressed`, 'content-encoding');
+  }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(ctx.get('content-type'))?.[1]?.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+    throw unsupported(`charset ${charset.slice(0, 32)} is not accepted; JSON bodies are UTF-8`, 'content-type');
+  }
+  const declared = Number(ctx.get('content-length') || 0);
+  if (declared > limit) throw tooLarge(limit);
+  return readText(ctx.req, limit);
 }
 
 /** The deepest nesting of arrays and objects in a JSON text (strings skipped); stops counting past the limit. */
