@@ -208,3 +208,25 @@ export async function dropOldMarks(ch: Ch, beforeSec: number): Promise<void> {
   );
   for (const { partition_id } of old) await ch.command({ query: chsql`ALTER TABLE derive_marks DROP PARTITION ID ${partition_id}`.text });
 }
+
+/** The area and counter zones' occupancy points stored for a venue in [fromMs, toMs). */
+export async function storedZoneOccupancy(
+  ch: Ch,
+  q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
+): Promise<Array<{ zone_id: string; at: number; value: number }>> {
+  const rows = await chRows<{ zone_id: string; at: number; value: number }>(
+    ch,
+    chsql`SELECT zone_id, toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive
+            FROM derived_zone_occupancy
+           WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+             AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
+           GROUP BY zone_id, ts, ts_ms HAVING alive = 1`,
+  );
+  return rows.map((r) => ({ zone_id: r.zone_id, at: Number(r.at), value: Number(r.value) }));
+}
+
+export interface DerivedZoneOccupancyRow extends DerivedOccupancyRow {
+  zone_id: string;
+}
+
+export const insertDerivedZoneOccupancy = (ch: Ch, rows: DerivedZoneOccupancyRow[]) => insertRows(ch, 'derived_zone_occupancy', rows);

@@ -21,6 +21,8 @@ const DEVICES_EXPR = 'toFloat64(uniqExactMerge(devices))';
 interface SeriesBase {
   operatorId: string;
   venueId: string;
+  /** An area or counter zone of the venue: its own occupancy history instead of the venue's (`occupancy` only). */
+  zoneId?: string;
   keys: string[];
   agg: Aggregation;
 }
@@ -85,10 +87,12 @@ function dailyDevicesSelect(q: DaySeriesQuery): ChSql {
 /** `occupancy` is not rolled up: it is the derived history's points (migration 0010), newest version per instant. */
 const OCCUPANCY_AGG: Record<Aggregation, string> = { AVG: 'avg(value)', SUM: 'sum(value)', MIN: 'min(value)', MAX: 'max(value)', COUNT: 'count()' };
 
-function occupancyPoints(q: { operatorId: string; venueId: string; fromSec: number; toSec: number }): ChSql {
+function occupancyPoints(q: { operatorId: string; venueId: string; zoneId?: string; fromSec: number; toSec: number }): ChSql {
+  const table = raw(q.zoneId === undefined ? 'derived_occupancy' : 'derived_zone_occupancy');
+  const zone = q.zoneId === undefined ? raw('') : chsql`AND zone_id = ${q.zoneId}`;
   return chsql`(SELECT ts, ts_ms, any(local_day) AS local_day, argMax(value, version) AS value, argMax(live, version) AS alive
-                  FROM derived_occupancy
-                 WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+                  FROM ${table}
+                 WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) ${zone}
                    AND ts >= toDateTime(${q.fromSec}, 'UTC') AND ts < toDateTime(${q.toSec}, 'UTC')
                  GROUP BY ts, ts_ms)`;
 }

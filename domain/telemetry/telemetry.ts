@@ -5,6 +5,8 @@ import { isLargeRead } from '../limits/query-limits.js';
 import type { TelemetryKey } from '../../lib/events.js';
 import type { Queryable } from '../../postgres/client.js';
 import { ownedVenue } from '../venues/access.js';
+import { activeZone } from '../../postgres/queries/zones.js';
+import { validation } from '../../lib/errors.js';
 import { planBuckets } from './buckets.js';
 
 /**
@@ -21,6 +23,8 @@ export interface TelemetryRequest {
   interval: number;
   agg: Aggregation;
   fill: Fill;
+  /** An area or counter zone of the venue: that zone's occupancy history (keys must be `occupancy` alone). */
+  zoneId?: string;
 }
 
 export interface Point {
@@ -36,7 +40,8 @@ export async function getTelemetry(
   req: TelemetryRequest,
 ): Promise<Record<string, Point[]> | JsonStream> {
   const venue = await ownedVenue(deps.db, operatorId, venueId);
-  const plan = planBuckets(req.startTs, req.endTs, req.interval, venue.timezone);
+  if (req.zoneId !== undefined) await checkZoneSeries(deps.db, venueId, req.zoneId, req.keys);
+  const plan = { ...planBuckets(req.startTs, req.endTs, req.interval, venue.timezone), zoneId: req.zoneId };
   // The common case (no gap filling, minute or hour buckets) is answered with the JSON document
   // ClickHouse builds, streamed through: tens of thousands of points are never decoded here.
   if (req.fill === 'none' && plan.resolution !== '1d') {
@@ -66,4 +71,24 @@ function fillSeries(buckets: number[], values: Map<number, number | null>, fill:
     if (value !== undefined) out.push([t, value]);
   }
   return out;
+}
+
+/**
+ * A zone's series is its occupancy history: the other keys are rolled up per venue, and a door
+ * zone has no occupancy of its own (its flows count for the venue).
+ */
+async function checkZoneSeries(db: Queryable, venueId: string, zoneId: string, keys: TelemetryKey[]): Promise<void> {
+  const others = keys.filter((k) => k !== 'occupancy');
+  if (others.length > 0) {
+    throw validation('zoneId takes the occupancy key alone', [
+      { field: 'keys', message: `with zoneId only occupancy has a per-zone history; ask for ${others.join(', ')} without zoneId (whole venue)` },
+    ]);
+  }
+  const zone = await activeZone(db, venueId, zoneId);
+  if (!zone) throw validation('zoneId is not an active zone of this venue', [{ field: 'zoneId', message: 'not an active zone of this venue' }]);
+  if (zone.type !== 'area' && zone.type !== 'counter') {
+    throw validation(`zone "${zone.name}" is a door (${zone.type}): its people count for the venue`, [
+      { field: 'zoneId', message: `a ${zone.type} zone has no occupancy of its own; leave zoneId out for the venue's, or name an area or counter zone` },
+    ]);
+  }
 }

@@ -2,10 +2,12 @@ import type { Ch } from '../../clickhouse/client.js';
 import {
   insertDerivedOccupancy,
   insertDerivedVisits,
+  insertDerivedZoneOccupancy,
   periodFlowEvents,
   periodVisits,
   storedOccupancy,
   storedVisits,
+  storedZoneOccupancy,
   type DerivedVisit,
   type FlowEventRow,
 } from '../../clickhouse/queries/derive.js';
@@ -92,13 +94,38 @@ export function occupancyPoints(flows: Flow[], p: Period): Array<{ at: number; v
   return points;
 }
 
-/** A period's occupancy history from the raw door events, written where it differs from what is stored. */
+/**
+ * The change an event makes to its own zone's count: only at an active area or counter zone (a
+ * door counts for the venue, docs/processors.md#occupancy).
+ */
+export function zoneFlowOf(e: FlowEventRow, zones: Map<string, string>): Flow | undefined {
+  const type = e.zone_id === '' ? undefined : zones.get(e.zone_id);
+  if (type !== 'area' && type !== 'counter') return undefined;
+  const flow = flowOf(e.event_type, e);
+  return flow && { ts: e.at, id: e.event_id, ...flow };
+}
+
+/**
+ * A period's occupancy history from the raw events, the whole venue's (door events) and each area
+ * or counter zone's (its own events), written where it differs from what is stored.
+ */
 export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period): Promise<number> {
   const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs: p.start, toMs: p.end };
-  const [events, stored] = await Promise.all([periodFlowEvents(ch, range), storedOccupancy(ch, range)]);
+  const [events, stored, storedZones] = await Promise.all([periodFlowEvents(ch, range), storedOccupancy(ch, range), storedZoneOccupancy(ch, range)]);
   const flows = events.map((e) => venueFlowOf(e, v.zones)).filter((f): f is Flow => f !== undefined);
-  const { upserts, removed } = changes(occupancyPoints(flows, p), stored, (x) => String(x.at), (a, b) => a.value === b.value);
-  if (upserts.length + removed.length === 0) return 0;
+  const venue = changes(occupancyPoints(flows, p), stored, (x) => String(x.at), (a, b) => a.value === b.value);
+  const zoneFlows = new Map<string, Flow[]>();
+  for (const e of events) {
+    const f = zoneFlowOf(e, v.zones);
+    if (!f) continue;
+    const list = zoneFlows.get(e.zone_id);
+    if (list) list.push(f);
+    else zoneFlows.set(e.zone_id, [f]);
+  }
+  const computedZones = [...zoneFlows].flatMap(([zone_id, f]) => occupancyPoints(f, p).map((x) => ({ zone_id, ...x })));
+  const zones = changes(computedZones, storedZones, (x) => `${x.zone_id}|${x.at}`, (a, b) => a.value === b.value);
+  const written = venue.upserts.length + venue.removed.length + zones.upserts.length + zones.removed.length;
+  if (written === 0) return 0;
   const version = nextVersion();
   const row = (x: { at: number; value: number }, live: number) => ({
     operator_id: v.operatorId,
@@ -111,8 +138,13 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
     live,
     version,
   });
-  await insertDerivedOccupancy(ch, [...upserts.map((x) => row(x, 1)), ...removed.map((x) => row(x, 0))]);
-  return upserts.length + removed.length;
+  const zoneRow = (x: { zone_id: string; at: number; value: number }, live: number) => ({ ...row(x, live), zone_id: x.zone_id });
+  await Promise.all([
+    venue.upserts.length + venue.removed.length > 0 && insertDerivedOccupancy(ch, [...venue.upserts.map((x) => row(x, 1)), ...venue.removed.map((x) => row(x, 0))]),
+    zones.upserts.length + zones.removed.length > 0 &&
+      insertDerivedZoneOccupancy(ch, [...zones.upserts.map((x) => zoneRow(x, 1)), ...zones.removed.map((x) => zoneRow(x, 0))]),
+  ]);
+  return written;
 }
 
 /** A venue period whose events in [seenFrom, seenTo] (epoch ms) changed. */

@@ -85,7 +85,7 @@ const insert = (events: CanonicalEvent[]) =>
     events.map((e, i) => toRow(e, { topic: 'derive-test', partition: 0, offset: String(i), index: 0 }, { timezone: TZ, retentionDays: 365 })),
   );
 
-const seen = { visits: 0, points: 0 };
+const seen = { visits: 0, points: 0, hallPoints: 0 };
 
 describe('figures derived from the raw table', () => {
   it('equal an independent recomputation whatever the delivery order, pieces and neighbours', async () => {
@@ -159,6 +159,18 @@ describe('figures derived from the raw table', () => {
         for (const p of points) maxByDay.set(localDate(p.ts, TZ), Math.max(maxByDay.get(localDate(p.ts, TZ)) ?? 0, p.value));
         expect(daily.occupancy!.map((p) => [localDate(p.ts, TZ), p.value]), 'occupancy max by local day').toEqual([...maxByDay].sort());
 
+        // The hall (an area zone) has its own history, from its own flows alone.
+        const hallPoints = oracleOccupancy(flows.filter((f) => !f.forVenue).map((f) => ({ ...f, forVenue: true })), RESET, TZ);
+        seen.hallPoints += hallPoints.length;
+        const hall = await getTelemetry(deps, a.operatorId, a.venueId, { keys: ['occupancy'], startTs: BASE - DAY, endTs: NOW, interval: MINUTE, agg: 'MAX', fill: 'none', zoneId: a.zones.hall! });
+        const hallDoc = (hall instanceof JsonStream ? JSON.parse((await hall.textUpTo(Infinity))!) : hall) as Record<string, Array<{ ts: number; value: number }>>;
+        const hallByMinute = new Map<number, number>();
+        for (const p of hallPoints) {
+          const minute = Math.floor(p.ts / MINUTE) * MINUTE;
+          hallByMinute.set(minute, Math.max(hallByMinute.get(minute) ?? 0, p.value));
+        }
+        expect(hallDoc.occupancy!.map((p) => [p.ts, p.value]), 'hall occupancy by minute').toEqual([...hallByMinute].sort((x, y) => x[0] - y[0]));
+
         for (const [dayOfWeek, hour] of [[6, 12], [0, 3], [0, 2], [1, 9]] as const) {
           const got = await predictOccupancy(deps, a.operatorId, { id: a.venueId, dayOfWeek: String(dayOfWeek), hour: String(hour) }, NOW);
           expect(got, `prediction ${dayOfWeek} ${hour}`).toEqual(oraclePrediction(points, NOW, dayOfWeek, hour, RESET, TZ));
@@ -169,6 +181,7 @@ describe('figures derived from the raw table', () => {
     // The generated cases were not all empty.
     expect(seen.visits).toBeGreaterThan(10);
     expect(seen.points).toBeGreaterThan(30);
+    expect(seen.hallPoints).toBeGreaterThan(10);
   }, 300_000);
 });
 

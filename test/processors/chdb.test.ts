@@ -121,6 +121,7 @@ beforeAll(async () => {
     await insert(e, 'derived_visits', visits);
     await insert(e, 'derived_occupancy', points);
     await insert(e, 'connector_health', health);
+    await insert(e, 'derived_zone_occupancy', [point(0, 0), point(5, 3), point(6, 5, 1, 1), point(6, 1, 1, 2)].map((p) => ({ ...p, zone_id: zoneId })));
   }
 });
 
@@ -144,6 +145,9 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
       ['occupancy', base / 1000 + 3600, 2],
       ['occupancy_reported', base / 1000, 33],
     ]);
+    // One area zone's own history (newest version per instant).
+    const zone = await onBoth<{ key: string; t: number; value: number }>(telemetrySeriesSql({ ...plan, agg: 'MAX', keys: ['occupancy'], zoneId }));
+    expect(zone.map((r) => [r.key, Number(r.t), Number(r.value)])).toEqual([['occupancy', base / 1000, 3]]);
     const hours = await onBoth<{ t: number; mean: number; last: number; last_at: number }>(occupancyHoursSql({ operatorId, venueId, fromSec: base / 1000 - 3600, toSec: base / 1000 + 7200 }));
     expect(hours.map((r) => [Number(r.t), Number(r.mean), Number(r.last), Number(r.last_at)])).toEqual([
       [base / 1000, 4, 8, base / 1000 + 1200],

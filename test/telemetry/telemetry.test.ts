@@ -241,6 +241,32 @@ describe('GET /api/venues/:id/telemetry', () => {
     await bad({ ...ok, interval: 0 }, 'interval');
     await bad({ ...ok, agg: 'MEDIAN' }, 'agg');
     await bad({ ...ok, fill: 'linear' }, 'fill');
+    await bad({ ...ok, zoneId: 'hall' }, 'zoneId');
+  });
+
+  it("takes a zone's occupancy history only for an active area or counter zone of the venue, and only with the occupancy key", async () => {
+    const zone = async (venueId: string, key: string, body: Record<string, unknown>) => {
+      const res = await request(`${api.url}/api/venues/${venueId}/zones`, { key, json: { name: body.slug, ...body } });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body.id as string;
+    };
+    const area = await zone(venue.utc, op.key, { slug: `hall-${Date.now()}`, type: 'area', capacity: 10 });
+    const door = await zone(venue.utc, op.key, { slug: `door-${Date.now()}`, type: 'entrance' });
+    const foreign = await zone(venue.foreign, other.key, { slug: `theirs-${Date.now()}`, type: 'area' });
+    const q = { keys: 'occupancy', startTs: base, endTs: base + HOUR };
+    const ok = await telemetry(venue.utc, { ...q, zoneId: area });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body).toEqual({ occupancy: [] });
+    const refused = async (query: Record<string, string | number>, field: string, text: string) => {
+      const res = await telemetry(venue.utc, query);
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.details, JSON.stringify(res.body)).toContainEqual({ field, message: expect.stringContaining(text) });
+    };
+    await refused({ ...q, keys: 'occupancy,entries', zoneId: area }, 'keys', 'only occupancy has a per-zone history');
+    await refused({ ...q, zoneId: door }, 'zoneId', 'a entrance zone has no occupancy of its own');
+    // Another venue's zone (even another operator's) is no zone of this venue.
+    await refused({ ...q, zoneId: foreign }, 'zoneId', 'not an active zone of this venue');
+    await refused({ ...q, zoneId: '00000000-0000-4000-8000-000000000000' }, 'zoneId', 'not an active zone of this venue');
   });
 
   it("is tenant scoped: another operator's venue is 403, an unknown one 404, no key 401", async () => {

@@ -5,7 +5,7 @@ import { isLargeRead } from '../../../domain/limits/query-limits.js';
 import { FILLS, getTelemetry } from '../../../domain/telemetry/telemetry.js';
 import { MAX_TS_MS, TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/events.js';
 import { operation } from './operation.js';
-import { queryInt, VENUE_ERRORS, venueParams } from './schemas.js';
+import { queryInt, uuid, VENUE_ERRORS, venueParams } from './schemas.js';
 
 const epochMs = queryInt('epoch milliseconds (an integer)', { min: 0, max: Number.MAX_SAFE_INTEGER }).pipe(z.number().lt(MAX_TS_MS, 'must be before 2100-01-01'));
 
@@ -33,6 +33,7 @@ const telemetryQuery = z
       .describe('bucket size in ms (default 3600000): whole minutes; whole hours read hourly, whole days venue-local daily aggregates'),
     agg: z.enum(AGGREGATIONS).default('AVG').describe('devices: distinct devices per bucket whatever the aggregation'),
     fill: z.enum(FILLS).default('none').describe('empty buckets: omitted (none), null, zero, or the previous value'),
+    zoneId: uuid().optional().describe("an area or counter zone of the venue: that zone's occupancy history (keys=occupancy only); default the whole venue"),
   })
   .refine((q) => q.startTs < q.endTs, { path: ['endTs'], message: 'must be greater than startTs' });
 
@@ -70,7 +71,8 @@ export const telemetryOperations = [
         `Time series of one venue: for each requested key (${TELEMETRY_KEYS.join(', ')}) a list of {ts, value} buckets over [startTs, endTs), ` +
         'times in epoch milliseconds (UTC). interval is the bucket size in ms (default 3600000 = 1 hour; 60000 = 1 minute; 86400000 = one venue-local day); ' +
         `agg is AVG, MAX, MIN, SUM or COUNT (devices always counts distinct devices). At most ${TELEMETRY_POINT_CAP} buckets per key. ` +
-        'Units: occupancy people, temperature °C, co2 ppm, humidity %, noise dB, entries/exits people.',
+        'Units: occupancy people, temperature °C, co2 ppm, humidity %, noise dB, entries/exits people. ' +
+        "zoneId (an area or counter zone's id) gives that zone's occupancy history instead of the venue's (keys=occupancy only).",
       rename: { id: 'venue_id' },
     },
     handler: ({ params, query }, { deps, operator }) => getTelemetry({ db: deps.services.db, ch: deps.services.ch }, operator.id, params.id, query),
