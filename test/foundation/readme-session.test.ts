@@ -25,7 +25,9 @@ function session(): string {
 
 function bash(script: string, env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: repoPath(), env: { ...process.env, ...env } });
+    // No start-up files: a machine's bashrc (through BASH_ENV) is not the README's business.
+    const { BASH_ENV: _bashEnv, ENV: _env, ...inherited } = process.env;
+    const child = spawn('bash', ['--noprofile', '--norc', '-euo', 'pipefail', '-c', script], { cwd: repoPath(), env: { ...inherited, ...env } });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
