@@ -140,6 +140,10 @@ const configSchema = z.object({
   PROCESSOR_TICK_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /** Pause between the derive job's rounds (visits and occupancy history recomputed from the raw table). */
   DERIVE_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  /** Whether the pipeline process runs the vendor pollers (UniFi, Verkada, Aruba ALE; docs/connectors/polling.md). */
+  POLLERS_ENABLED: bool.default(true),
+  /** Replaces the Verkada API host chosen by an integration's region: for tests and private proxies only. */
+  VERKADA_API_BASE_URL: z.url({ protocol: /^https$/, error: 'an https:// URL' }).optional(),
 });
 
 /** REDIS_URL with REDIS_PASSWORD in it, unless the URL names a password of its own (which wins). */

@@ -11,6 +11,10 @@ import { startDeriveJob } from '../../pipeline/derive/job.js';
 import { createKafka, TRANSACTIONAL_RETRY } from '../../lib/kafka.js';
 import { startMetrics } from '../../lib/metrics.js';
 import { createPipelineMetrics } from './metrics.js';
+import { startPollers } from '../../pipeline/pollers/runner.js';
+import { keyringFromConfig } from '../../lib/secret-box.js';
+import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';
+import { Throughput } from '../../domain/system/throughput.js';
 
 const cfg = configOrExit();
 const log = createLogger('pipeline', cfg.LOG_LEVEL);
@@ -64,6 +68,24 @@ const derive = startDeriveJob({ ch: services.ch, db: services.db, log, intervalM
 metrics.observeDerive(derive.stats);
 const housekeepingCh = createHousekeepingCh(cfg, log);
 const housekeeping = scheduleHousekeeping(housekeepingCh, log, { onPartition: metrics.observeHousekeeping });
+// Vendors that only answer questions (UniFi, Verkada, Aruba ALE): polled here, brought in through ingest.
+const pollers = cfg.POLLERS_ENABLED
+  ? startPollers({
+      db: services.db,
+      keyring: keyringFromConfig(cfg),
+      ingest: {
+        db: services.db,
+        publisher: services.publisher,
+        topic: services.topics.events,
+        reportsTopic: derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports,
+        pseudonyms: new Pseudonyms(cfg.PSEUDONYM_KEY),
+        throughput: new Throughput(services.redis),
+        log,
+      },
+      log,
+      baseUrls: cfg.VERKADA_API_BASE_URL ? { verkada: cfg.VERKADA_API_BASE_URL } : undefined,
+    })
+  : undefined;
 const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg.PIPELINE_METRICS_PORT, log);
 log.info({ topic: services.topics.events }, 'pipeline running');
 
@@ -72,6 +94,7 @@ onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
     await housekeeping.stop();
     await housekeepingCh.close();
   }],
+  ['stop the pollers: finish or abort the polls in hand, release their leases', () => pollers?.stop()],
   ['stop the derive job after its round in hand', () => derive.stop()],
   ['stop the processors (each commits what it holds), then write and commit their outputs held by the sinks', () => processors.stop()],
   ['stop the alarm rules: finish the input in hand, commit, leave the group', () => alarmRules.stop()],
