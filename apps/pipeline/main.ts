@@ -86,6 +86,7 @@ const pollers = cfg.POLLERS_ENABLED
       baseUrls: cfg.VERKADA_API_BASE_URL ? { verkada: cfg.VERKADA_API_BASE_URL } : undefined,
     })
   : undefined;
+if (pollers) metrics.observePollers(pollers);
 const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg.PIPELINE_METRICS_PORT, log);
 log.info({ topic: services.topics.events }, 'pipeline running');
 

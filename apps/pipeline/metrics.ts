@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Logger } from '../../lib/logger.js';
 import type { HousekeepingAction } from '../../pipeline/housekeeping.js';
 import type { DeriveStats } from '../../pipeline/derive/job.js';
+import type { RunningPollers } from '../../pipeline/pollers/runner.js';
 import { createRegistry } from '../../lib/metrics.js';
 
 /** The pipeline's Prometheus metrics (docs/metrics.md). */
@@ -14,6 +15,8 @@ export interface PipelineMetrics {
   observeHousekeeping(action: HousekeepingAction, table: string): void;
   /** The derive job's progress, read at each scrape. */
   observeDerive(stats: DeriveStats): void;
+  /** The vendor pollers of this process, read at each scrape. */
+  observePollers(pollers: RunningPollers): void;
   /** Events a live figure could not reflect, by venue and reason (docs/processors.md#what-is-not-reflected). */
   unreflected(venueId: string, reason: string, count: number): void;
 }
@@ -62,6 +65,20 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
   deriveGauge('derive_last_round_seconds', 'Duration of the last derive round', (s) => s.lastRoundMs / 1000);
   deriveGauge('derive_lag_seconds', 'Age of the derive cursor at the end of the last round', (s) => s.lagSeconds);
   deriveGauge('derive_leading', '1 when this process runs the derive job (one process at a time does)', (s) => (s.leading ? 1 : 0));
+  let pollers: RunningPollers | undefined;
+  const pollerGauge = (name: string, help: string, read: (p: RunningPollers) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        if (pollers) this.set(read(pollers));
+      },
+    });
+  pollerGauge('poller_polls', 'Vendor polls started by this process (UniFi, Verkada, Aruba ALE)', (p) => p.stats.polls);
+  pollerGauge('poller_failed_polls', 'Vendor polls that failed (the integration backs off; connector health is told)', (p) => p.stats.failures);
+  pollerGauge('poller_events', 'Events polled and accepted by ingest', (p) => p.stats.events);
+  pollerGauge('poller_integrations_owned', 'Integrations this process holds the polling lease of', (p) => p.owned().length);
   new Gauge({
     name: 'kafka_consumer_lag',
     help: 'Messages between a consumer group’s committed offset and the end of the partition',
@@ -87,6 +104,9 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     },
     observeDerive(stats) {
       derive = stats;
+    },
+    observePollers(p) {
+      pollers = p;
     },
     unreflected(venueId, reason, count) {
       unreflected.inc({ venue_id: venueId, reason }, count);

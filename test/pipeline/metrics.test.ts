@@ -73,4 +73,16 @@ describe('the derive job’s and the live figures’ metrics', () => {
     expect(valueOf(lines, 'derive_rounds{')).toBe(4);
     expect(valueOf(lines, 'derive_leading{')).toBe(0);
   });
+
+  it("show the vendor pollers' polls, failures, events and owned integrations at each scrape", async () => {
+    const stats = { polls: 7, failures: 2, events: 120 };
+    let owned = ['a', 'b'];
+    metrics.observePollers({ owner: 'me', owned: () => owned, stats, stop: async () => undefined });
+    let lines = await series();
+    expect([valueOf(lines, 'poller_polls{'), valueOf(lines, 'poller_failed_polls{'), valueOf(lines, 'poller_events{'), valueOf(lines, 'poller_integrations_owned{')]).toEqual([7, 2, 120, 2]);
+    stats.polls = 8;
+    owned = [];
+    lines = await series();
+    expect([valueOf(lines, 'poller_polls{'), valueOf(lines, 'poller_integrations_owned{')]).toEqual([8, 0]);
+  });
 });
