@@ -55,7 +55,7 @@ describe('MCP tools generated from the declarations', () => {
       expect(t.outputSchema, t.name).toBeDefined();
     }
     expect(Object.keys(tool('get_venue').inputSchema.shape)).toEqual(['venue_id']);
-    expect(Object.keys(tool('get_telemetry').inputSchema.shape).sort()).toEqual(['agg', 'endTs', 'fill', 'interval', 'keys', 'startTs', 'venue_id']);
+    expect(Object.keys(tool('get_telemetry').inputSchema.shape).sort()).toEqual(['agg', 'endTs', 'fill', 'interval', 'keys', 'startTs', 'venue_id', 'zoneId']);
   });
 
   it('answer what the REST route answers for the same caller', async () => {

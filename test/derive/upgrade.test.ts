@@ -53,7 +53,7 @@ describe('the derive job on a database migrated from 0009', () => {
       }
       await insertEvents(ch, rows.map((e, i) => toRow(e, { topic: 'upgrade', partition: 0, offset: String(i), index: 0 }, { timezone: 'America/New_York', retentionDays: 365 })));
 
-      expect((await migrateClickhouse(engine, database)).applied).toEqual(['10_derived_from_raw']);
+      expect((await migrateClickhouse(engine, database)).applied).toEqual(['10_derived_from_raw', '11_zone_occupancy']);
       const tables = (await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${database}'`)).map((t) => t.name);
       expect(tables).not.toContain('visits');
       expect(tables).toContain('derived_visits');
