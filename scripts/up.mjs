@@ -82,6 +82,10 @@ function start(name) {
     cwd: root,
     env: { ...process.env, ...PROCESS_ENV, ACCESS_LOG_LEVEL },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // A group of its own: Ctrl-C reaches this launcher alone, which sends each process one SIGTERM.
+    // In the terminal's group they got SIGINT too, read the SIGTERM as a second signal and exited
+    // at once, skipping their ordered drain.
+    detached: true,
   });
   if (NICE[name]) setPriority(child.pid, NICE[name]);
   const { port, health } = ENDPOINTS[name];
@@ -108,6 +112,10 @@ function shutdown(code = 0) {
 }
 process.on('SIGINT', () => shutdown(0));
 process.on('SIGTERM', () => shutdown(0));
+// Should the launcher end any other way, its processes end with it rather than linger detached.
+process.on('exit', () => {
+  for (const child of procs.values()) child.kill('SIGTERM');
+});
 
 start('api');
 start('edge');
