@@ -48,5 +48,3 @@ export function picker(label: string, name: string, options: Array<[string, stri
   for (const [v, text] of options) select.append(h('option', { value: v, selected: v === value }, text));
   return h('label', {}, `${label} `, select);
 }
-
-export const fmtTime = (iso: string | null): string => (iso ? new Date(iso).toLocaleString() : '—');

@@ -1,10 +1,14 @@
-// The views: sign-in, the overview (venues, connector health) and one venue's dashboard. Each
-// section loads on its own and shows its own errors in words, so one failing call never blanks the page.
+// The views: sign-in and one venue's dashboard (the portfolio and the alarm list are in
+// portfolio.ts, setup in setup.ts). Each section loads on its own and shows its own errors in
+// words, so one failing call never blanks the page.
 
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { api, ApiError, type Alarm, type Occupancy, type Venue } from './api.js';
-import { clearStatus, fill, fmtTime, h, picker, section, showError } from './dom.js';
+import { alarmTable, byNewest } from './alarms.js';
+import { api, ApiError, type Alarm, type Occupancy, type VenueDetail, type WeekPrediction } from './api.js';
+import { clearStatus, fill, h, picker, section, showError } from './dom.js';
+import { fmtPercent, timeEl, zoneFor, zoneNote } from './format.js';
+import type { LiveState } from './ws.js';
 
 // ---------------------------------------------------------------------------------------- sign-in
 
@@ -40,89 +44,87 @@ export function signInView(onKey: (key: string, status: HTMLElement, button: HTM
   return form;
 }
 
-// --------------------------------------------------------------------------------------- overview
+// ------------------------------------------------------------------------------------------ views
 
-export function overviewView(): HTMLElement {
-  const venues = section('Venues', 'venues');
-  const connectors = section('Connector health', 'connectors');
-  clearStatus(venues.status, 'Loading venues…');
-  api.venues().then(
-    ({ data }) => {
-      clearStatus(venues.status, data.length ? '' : 'This operator has no venues yet.');
-      fill(venues.body, h('ul', { class: 'venue-list' }, ...data.map(venueLink)));
-    },
-    (err) => showError(venues.status, 'Could not load the venues', err),
-  );
-  clearStatus(connectors.status, 'Loading connector health…');
-  api.connectors().then(
-    ({ connectors: rows }) => {
-      clearStatus(connectors.status, rows.length ? '' : 'No active integrations.');
-      if (!rows.length) return;
-      fill(
-        connectors.body,
-        h(
-          'table',
-          {},
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Connector'), h('th', { scope: 'col' }, 'Health'), h('th', { scope: 'col' }, 'Integrations'), h('th', { scope: 'col' }, 'Last sign of life'))),
-          h('tbody', {}, ...rows.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, h('span', { class: `pill ${c.status}` }, c.status)), h('td', { class: 'num' }, c.count), h('td', {}, fmtTime(c.lastEventAt))))),
-        ),
-      );
-    },
-    (err) => showError(connectors.status, 'Could not load connector health', err),
-  );
-  return h('div', { class: 'grid' }, venues.root, connectors.root);
+/** What main.ts wires to a view: the live stream's figures and state, and the venues to watch. */
+export interface View {
+  root: HTMLElement;
+  onOccupancy?(venueId: string, zoneId: string | null, occupancy: number, time: string): void;
+  onAlarm?(alarm: Alarm): void;
+  /** Refetches what a reconnect may have missed. */
+  refresh?(venueId: string): void;
+  onLiveState?(state: LiveState): void;
+  dispose?(): void;
 }
-
-const venueLink = (v: Venue) =>
-  h(
-    'li',
-    {},
-    h('a', { href: `#/venues/${v.id}`, class: 'venue-link' }, h('strong', {}, v.name)),
-    h('span', { class: 'muted' }, ` ${v.timezone} · ${v.zone_count} zone${v.zone_count === 1 ? '' : 's'} · last event ${fmtTime(v.last_event_at)}`),
-  );
+export interface ViewContext {
+  /** Subscribes the live stream to these venues (replacing the previous ones). */
+  watch(venueIds: string[]): void;
+  /** The current live state (a view opened while the stream is down shows it at once). */
+  liveState(): LiveState;
+}
 
 // ------------------------------------------------------------------------------------------ venue
 
-/** What the live socket feeds into an open venue view. */
-export interface VenueView {
-  root: HTMLElement;
-  onOccupancy(zoneId: string | null, occupancy: number, time: string): void;
-  onAlarm(alarm: Alarm): void;
-  /** Refetches what a reconnect may have missed. */
-  refresh(): void;
-  dispose(): void;
-}
-
-export function venueView(venueId: string): VenueView {
+/** One venue: loaded first (its time zone frames every figure); an unknown one is ONE error. */
+export function venueView(venueId: string, ctx: ViewContext): View {
   const title = h('h2', { class: 'venue-title' }, 'Venue');
-  const occ = occupancySection(venueId);
-  const alarms = alarmsSection(venueId);
-  const chart = telemetrySection(venueId);
-  const dwell = dwellSection(venueId);
-  const loyalty = scoringSection(venueId);
-  const heat = heatMapSection(venueId);
+  const sub = h('p', { class: 'venue-sub muted' });
+  const status = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' }, 'Loading the venue…');
+  const grid = h('div', { class: 'grid' });
+  const root = h('div', {}, h('p', { class: 'crumbs' }, h('a', { href: '#/' }, '← All venues')), title, sub, status, grid);
+  let inner: Required<Omit<View, 'root'>> | null = null;
+  let disposed = false;
   api.venue(venueId).then(
     (v) => {
+      if (disposed) return;
       title.textContent = v.name;
       document.title = `${v.name} · Venue dashboard`;
+      const tz = zoneFor(v.timezone);
+      fill(sub, `${zoneNote(tz)}${v.address ? ` · ${v.address}` : ''} · `, h('a', { href: `#/venues/${v.id}/setup` }, 'Settings: zones, integrations, alarm thresholds'));
+      clearStatus(status);
+      status.hidden = true;
+      inner = venueSections(v, tz, grid, ctx);
+      ctx.watch([v.id]);
     },
-    (err) => (title.textContent = err instanceof ApiError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN') ? 'Venue not available' : 'Venue'),
-  );
-  const root = h(
-    'div',
-    {},
-    h('p', {}, h('a', { href: '#/' }, '← All venues')),
-    title,
-    h('div', { class: 'grid' }, occ.root, alarms.root, chart.root, dwell.root, loyalty.root, heat.root),
+    (err) => {
+      if (disposed) return;
+      title.textContent = err instanceof ApiError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN') ? 'Venue not available' : 'Venue';
+      showError(status, 'Could not load the venue', err);
+    },
   );
   return {
     root,
-    onOccupancy: occ.onOccupancy,
+    onOccupancy: (id, zoneId, occupancy, time) => inner?.onOccupancy(id, zoneId, occupancy, time),
+    onAlarm: (a) => inner?.onAlarm(a),
+    refresh: (id) => inner?.refresh(id),
+    onLiveState: (s) => inner?.onLiveState(s),
+    dispose() {
+      disposed = true;
+      inner?.dispose();
+    },
+  };
+}
+
+function venueSections(v: VenueDetail, tz: string, grid: HTMLElement, ctx: ViewContext): Required<Omit<View, 'root'>> {
+  const occ = occupancySection(v.id, tz);
+  const alarms = alarmsSection(v.id, tz);
+  const chart = telemetrySection(v.id, tz, v.zones.filter((z) => z.type === 'area' || z.type === 'counter'));
+  const dwell = dwellSection(v.id);
+  const loyalty = scoringSection(v.id);
+  const heat = heatMapSection(v.id);
+  fill(grid, occ.root, alarms.root, chart.root, dwell.root, loyalty.root, heat.root);
+  occ.onLiveState(ctx.liveState());
+  return {
+    onOccupancy: (_id, zoneId, occupancy, time) => {
+      occ.onOccupancy(zoneId, occupancy, time);
+      alarms.nudge(zoneId);
+    },
     onAlarm: alarms.onAlarm,
     refresh() {
-      occ.load();
-      alarms.load();
+      void occ.load();
+      void alarms.load();
     },
+    onLiveState: occ.onLiveState,
     dispose() {
       chart.dispose();
       heat.dispose();
@@ -131,40 +133,58 @@ export function venueView(venueId: string): VenueView {
 }
 
 // Live occupancy per zone against capacity.
-function occupancySection(venueId: string) {
+function occupancySection(venueId: string, tz: string) {
   const s = section('Live occupancy', 'occupancy');
   let data: Occupancy | null = null;
+  let live: LiveState = { kind: 'connecting' };
+  let failed = false;
+  const showLive = () => {
+    if (!data || failed) return;
+    if (live.kind === 'live') clearStatus(s.status, 'Live: figures change as people come and go.');
+    else {
+      clearStatus(s.status, live.kind === 'stopped' ? `Live updates stopped (${live.why}): figures may be behind; reload the page.` : 'Live updates paused, reconnecting… figures may be behind.');
+      s.status.classList.add('paused');
+    }
+    s.status.dataset.live = live.kind;
+  };
   const render = () => {
     if (!data) return;
     const rows = [{ zone_id: 'venue', zone_name: 'Whole venue', zone_type: 'venue', ...data }, ...data.zones];
     fill(
       s.body,
       h(
-        'table',
-        { class: 'occupancy' },
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Zone'), h('th', { scope: 'col' }, 'People'), h('th', { scope: 'col' }, 'Capacity'), h('th', { scope: 'col' }, 'Load'), h('th', { scope: 'col' }, 'Updated'))),
+        'div',
+        { class: 'table-wrap' },
         h(
-          'tbody',
-          {},
-          ...rows.map((z) => {
-            const pct = z.percent;
-            const level = pct === null ? '' : pct >= 100 ? 'over' : pct >= 80 ? 'high' : '';
-            return h(
-              'tr',
-              { 'data-zone': z.zone_id, class: level },
-              h('th', { scope: 'row' }, z.zone_name, h('span', { class: 'muted' }, ` ${z.zone_type}`)),
-              h('td', { class: 'num people' }, z.occupancy ?? '—'),
-              h('td', { class: 'num' }, z.capacity ?? '—'),
-              h(
-                'td',
-                {},
-                pct === null
-                  ? '—'
-                  : h('span', { class: 'load' }, h('meter', { min: 0, max: 100, high: 80, optimum: 0, value: Math.min(pct, 100), 'aria-label': `${z.zone_name} load` }), ` ${pct.toFixed(0)} %`),
-              ),
-              h('td', { class: 'muted' }, fmtTime(z.updated_at)),
-            );
-          }),
+          'table',
+          { class: 'occupancy' },
+          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Zone'), h('th', { scope: 'col', class: 'num' }, 'People'), h('th', { scope: 'col', class: 'num' }, 'Capacity'), h('th', { scope: 'col' }, 'Load'), h('th', { scope: 'col', class: 'updated' }, 'Updated'))),
+          h(
+            'tbody',
+            {},
+            ...rows.map((z) => {
+              const pct = z.updated_at === null && !z.occupancy ? null : z.percent;
+              const level = pct === null ? '' : pct >= 100 ? 'over' : pct >= 80 ? 'high' : '';
+              return h(
+                'tr',
+                { 'data-zone': z.zone_id, class: level },
+                h('th', { scope: 'row' }, z.zone_name, h('span', { class: 'muted zone-type' }, ` ${z.zone_type}`), h('span', { class: 'muted sub updated-inline' }, timeEl(z.updated_at, tz, true))),
+                // Never counted (no figure yet, e.g. the whole venue of a place counted only per area): not a 0.
+                z.updated_at === null && !z.occupancy
+                  ? h('td', { class: 'num people', title: 'not counted yet' }, '—')
+                  : h('td', { class: 'num people' }, z.occupancy ?? '—'),
+                h('td', { class: 'num' }, z.capacity ?? '—'),
+                h(
+                  'td',
+                  { class: 'load-cell' },
+                  pct === null
+                    ? '—'
+                    : h('span', { class: 'load' }, h('meter', { min: 0, max: 100, high: 80, optimum: 0, value: Math.min(pct, 100), 'aria-label': `${z.zone_name} load` }), h('span', { class: 'pct' }, fmtPercent(pct))),
+                ),
+                h('td', { class: 'muted updated' }, z.updated_at ? timeEl(z.updated_at, tz, true) : 'not counted yet'),
+              );
+            }),
+          ),
         ),
       ),
     );
@@ -173,16 +193,24 @@ function occupancySection(venueId: string) {
     api.occupancy(venueId).then(
       (o) => {
         data = o;
-        clearStatus(s.status, 'Live: figures change as people come and go.');
+        failed = false;
+        showLive();
         render();
       },
-      (err) => showError(s.status, 'Could not load occupancy', err),
+      (err) => {
+        failed = true;
+        showError(s.status, 'Could not load occupancy', err);
+      },
     );
   clearStatus(s.status, 'Loading occupancy…');
   void load();
   return {
     root: s.root,
     load,
+    onLiveState(state: LiveState) {
+      live = state;
+      showLive();
+    },
     onOccupancy(zoneId: string | null, occupancy: number, time: string) {
       if (!data) return;
       const target = zoneId === null ? data : data.zones.find((z) => z.zone_id === zoneId);
@@ -196,40 +224,15 @@ function occupancySection(venueId: string) {
 }
 
 // Alarms of the venue, with acknowledge and clear.
-function alarmsSection(venueId: string) {
+function alarmsSection(venueId: string, tz: string) {
   const s = section('Alarms', 'alarms');
   const byId = new Map<string, Alarm>();
+  let loaded = false;
   const render = () => {
-    const list = [...byId.values()].sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+    if (!loaded) return;
+    const list = [...byId.values()].sort(byNewest);
     if (!list.length) return fill(s.body, h('p', { class: 'muted' }, 'No alarms for this venue.'));
-    fill(
-      s.body,
-      h(
-        'table',
-        { class: 'alarms' },
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Severity'), h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col' }, 'Alarm'), h('th', { scope: 'col' }, 'Raised'), h('th', { scope: 'col' }, 'Actions'))),
-        h(
-          'tbody',
-          {},
-          ...list.map((a) =>
-            h(
-              'tr',
-              { 'data-alarm': a.id, 'data-status': a.status },
-              h('td', {}, h('span', { class: `pill ${a.severity.toLowerCase()}` }, a.severity)),
-              h('td', { class: 'alarm-status' }, a.status),
-              h('td', {}, a.message),
-              h('td', { class: 'muted' }, fmtTime(a.createdAt)),
-              h(
-                'td',
-                { class: 'actions' },
-                a.status.endsWith('_UNACK') && h('button', { type: 'button', onclick: () => act(a, 'ack'), 'aria-label': `Acknowledge: ${a.message}` }, 'Acknowledge'),
-                a.status.startsWith('ACTIVE') && h('button', { type: 'button', class: 'secondary', onclick: () => act(a, 'clear'), 'aria-label': `Clear: ${a.message}` }, 'Clear'),
-              ),
-            ),
-          ),
-        ),
-      ),
-    );
+    fill(s.body, alarmTable(list, { tzOf: () => tz, onAct: act }));
   };
   const act = (a: Alarm, action: 'ack' | 'clear') =>
     api.alarmAction(a.id, action).then(
@@ -242,18 +245,29 @@ function alarmsSection(venueId: string) {
       (err) => showError(s.status, action === 'ack' ? 'Could not acknowledge the alarm' : 'Could not clear the alarm', err),
     );
   const load = () =>
-    api.alarms(venueId).then(
+    api.alarms({ venue_id: venueId, limit: 50 }).then(
       ({ alarms, total }) => {
+        loaded = true;
         for (const a of alarms) byId.set(a.id, a);
-        clearStatus(s.status, total > alarms.length ? `The newest ${alarms.length} of ${total} alarms.` : '');
+        clearStatus(s.status, total > alarms.length ? `The newest ${alarms.length} of ${total} alarms (all of them: the Alarms page).` : '');
         render();
       },
       (err) => showError(s.status, 'Could not load the alarms', err),
     );
+  clearStatus(s.status, 'Loading…');
   void load();
+  // A new figure of a zone with an active alarm revises the alarm's details.latest, which is not
+  // pushed (only severity changes are): fetched again once the rule has had time to apply it.
+  let nudger: ReturnType<typeof setTimeout> | undefined;
+  const nudge = (zoneId: string | null) => {
+    if (![...byId.values()].some((a) => a.zoneId === zoneId && a.status.startsWith('ACTIVE'))) return;
+    clearTimeout(nudger);
+    nudger = setTimeout(() => void load(), 1500);
+  };
   return {
     root: s.root,
     load,
+    nudge,
     onAlarm(alarm: Alarm) {
       const cur = byId.get(alarm.id);
       // Pushes of one venue arrive in order, but an ack's own answer may come after its push.
@@ -266,6 +280,10 @@ function alarmsSection(venueId: string) {
 
 // Telemetry chart with key, range, interval and aggregation pickers.
 const KEYS = ['occupancy', 'entries', 'exits', 'devices', 'temperature', 'co2', 'humidity', 'noise'];
+/** What each key counts or measures: the y axis's unit. */
+export const UNITS: Record<string, string> = { occupancy: 'people', entries: 'people', exits: 'people', devices: 'devices', temperature: '°C', co2: 'ppm', humidity: '% RH', noise: 'dB' };
+/** Counters add up over a bucket: SUM; levels and readings: AVG. */
+export const DEFAULT_AGG: Record<string, string> = { entries: 'SUM', exits: 'SUM' };
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
@@ -285,30 +303,75 @@ const INTERVALS: Array<[string, string]> = [
 ];
 const AGGS = ['AVG', 'MAX', 'MIN', 'SUM', 'COUNT'];
 
-function telemetrySection(venueId: string) {
+/** uPlot options for a time chart in a zone, with units on both axes. */
+export function timeChartOptions(o: { width: number; tz: string; yLabel: string; series: uPlot.Series[]; range?: [number, number] }): uPlot.Options {
+  const zoneName = new Intl.DateTimeFormat('en-GB', { timeZone: o.tz, timeZoneName: 'short' }).formatToParts(new Date()).find((p) => p.type === 'timeZoneName')?.value ?? o.tz;
+  return {
+    width: o.width,
+    height: 220,
+    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), o.tz),
+    scales: { x: { time: true, ...(o.range ? { range: o.range } : {}) } },
+    series: [{ label: `Time (${zoneName})` }, ...o.series],
+    axes: [{ label: `Time (${o.tz})`, labelSize: 20, size: 40 }, { label: o.yLabel, labelSize: 20, size: 60 }],
+    legend: { show: true },
+  };
+}
+
+/** `zones`: the area and counter zones, whose occupancy history can be charted (zoneId, key occupancy only). */
+function telemetrySection(venueId: string, tz: string, zones: VenueDetail['zones']) {
   const s = section('Telemetry', 'telemetry');
-  const q = { key: 'occupancy', range: '24h', interval: String(15 * MIN), agg: 'AVG' };
+  const q = { key: 'occupancy', range: '24h', interval: String(15 * MIN), agg: 'AVG', zone: '' };
+  const keyPicker = () =>
+    picker('Key', 'key', KEYS.map((k) => [k, k]), q.key, (v) => {
+      q.key = v;
+      q.agg = DEFAULT_AGG[v] ?? 'AVG';
+      if (v !== 'occupancy' && q.zone) {
+        q.zone = '';
+        swap('zone');
+      }
+      swap('agg');
+      load();
+    });
+  const zonePicker = () =>
+    picker('Zone', 'zone', [['', 'Whole venue'], ...zones.map((z): [string, string] => [z.id, z.name])], q.zone, (v) => {
+      q.zone = v;
+      if (v && q.key !== 'occupancy') {
+        q.key = 'occupancy';
+        q.agg = 'AVG';
+        swap('key');
+        swap('agg');
+      }
+      load();
+    });
   const intervalPicker = () => picker('Interval', 'interval', INTERVALS, q.interval, (v) => ((q.interval = v), load()));
-  let intervalEl = intervalPicker();
+  const aggPicker = () => picker('Aggregation', 'agg', AGGS.map((a) => [a, a]), q.agg, (v) => ((q.agg = v), load()));
+  const els: Record<'key' | 'zone' | 'agg' | 'interval', HTMLElement> = { key: keyPicker(), zone: zonePicker(), agg: aggPicker(), interval: intervalPicker() };
+  const make = { key: keyPicker, zone: zonePicker, agg: aggPicker, interval: intervalPicker };
+  /** Replaces a picker by a new one showing the current choice. */
+  const swap = (which: keyof typeof els) => {
+    const next = make[which]();
+    els[which].replaceWith(next);
+    els[which] = next;
+  };
   const caption = h('p', { class: 'caption', 'data-testid': 'chart-caption' });
+  const axes = h('p', { class: 'caption axes', 'data-testid': 'chart-axes' });
   const plotBox = h('div', { class: 'plot' });
   let plot: uPlot | null = null;
   let seq = 0;
   fill(
     s.controls,
-    picker('Key', 'key', KEYS.map((k) => [k, k]), q.key, (v) => ((q.key = v), load())),
+    els.key,
+    zones.length ? els.zone : null,
     picker('Range', 'range', RANGES.map(([v, l]) => [v, l]), q.range, (v) => {
       q.range = v;
       q.interval = String(RANGES.find((r) => r[0] === v)![3]);
-      const next = intervalPicker();
-      intervalEl.replaceWith(next);
-      intervalEl = next;
+      swap('interval');
       load();
     }),
-    intervalEl,
-    picker('Aggregation', 'agg', AGGS.map((a) => [a, a]), q.agg, (v) => ((q.agg = v), load())),
+    els.interval,
+    els.agg,
   );
-  fill(s.body, caption, plotBox);
+  fill(s.body, caption, plotBox, axes);
   const load = () => {
     const my = ++seq;
     const span = RANGES.find((r) => r[0] === q.range)![2];
@@ -316,24 +379,27 @@ function telemetrySection(venueId: string) {
     const endTs = Math.ceil(Date.now() / interval) * interval;
     const startTs = endTs - span;
     clearStatus(s.status, 'Loading…');
-    api.telemetry(venueId, { key: q.key, startTs, endTs, interval, agg: q.agg }).then(
+    api.telemetry(venueId, { key: q.key, startTs, endTs, interval, agg: q.agg, zoneId: q.zone || undefined }).then(
       (res) => {
         if (my !== seq) return;
         const points = res[q.key] ?? [];
         const label = RANGES.find((r) => r[0] === q.range)![1].toLowerCase();
         const every = INTERVALS.find((i) => i[0] === q.interval)![1];
-        caption.textContent = `${q.key} · ${q.agg} per ${every} · ${label} · ${points.length} point${points.length === 1 ? '' : 's'}`;
+        const zone = zones.find((z) => z.id === q.zone);
+        caption.textContent = `${q.key}${zone ? ` of ${zone.name}` : ''} · ${q.agg} per ${every} · ${label} · ${points.length} point${points.length === 1 ? '' : 's'}`;
         clearStatus(s.status, points.length ? '' : 'No data in this range.');
         plot?.destroy();
+        const unit = UNITS[q.key] ?? '';
+        const yLabel = q.agg === 'COUNT' ? `${q.key} (readings per ${every})` : `${q.key} (${unit}${q.agg === 'SUM' ? ` per ${every}` : ''})`;
+        axes.textContent = `Vertical axis: ${yLabel}; horizontal: time in ${tz}.`;
         plot = new uPlot(
-          {
-            width: Math.max(300, plotBox.clientWidth || 600),
-            height: 220,
-            scales: { x: { time: true, range: [startTs / 1000, endTs / 1000] } },
-            series: [{}, { label: q.key, stroke: '#2563eb', fill: 'rgba(37,99,235,0.12)', width: 2, spanGaps: false }],
-            axes: [{}, { size: 50 }],
-            legend: { show: true },
-          },
+          timeChartOptions({
+            width: Math.max(240, plotBox.clientWidth || 600),
+            tz,
+            yLabel,
+            range: [startTs / 1000, endTs / 1000],
+            series: [{ label: `${q.key} (${unit})`, stroke: '#2563eb', fill: 'rgba(37,99,235,0.12)', width: 2, spanGaps: false }],
+          }),
           [points.map((p) => p.ts / 1000), points.map((p) => p.value)],
           plotBox,
         );
@@ -402,67 +468,72 @@ function scoringSection(venueId: string) {
   return { root: s.root };
 }
 
-// Week heat map of predicted occupancy: 168 calls, fetched once the section is on screen, six at a time.
+// Week heat map of predicted occupancy: one request (GET …/predictions/occupancy/week) once the
+// section is on screen.
 const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 const WEEK_ORDER = [1, 2, 3, 4, 5, 6, 0];
-export const PREDICTION_CONCURRENCY = 6;
+type Cell = { d: number; hour: number; mean: number; samples: number };
+/** Narrow screens get the week turned on its side: hours down, seven days across. */
+const NARROW = '(max-width: 640px)';
 
 function heatMapSection(venueId: string) {
   const s = section('Expected occupancy by day and hour', 'predictions');
-  const cells = new Map<string, HTMLTableCellElement>();
-  const table = h(
-    'table',
-    { class: 'heat' },
-    h('caption', { class: 'muted' }, 'Mean people present, venue-local time, from the last 28 days.'),
-    h('thead', {}, h('tr', {}, h('td', {}), ...Array.from({ length: 24 }, (_, hour) => h('th', { scope: 'col' }, String(hour).padStart(2, '0'))))),
-    h(
-      'tbody',
-      {},
-      ...WEEK_ORDER.map((d) =>
-        h(
-          'tr',
-          {},
-          h('th', { scope: 'row' }, DAYS[d]!.slice(0, 3)),
-          ...Array.from({ length: 24 }, (_, hour) => {
-            const td = h('td', { 'aria-label': `${DAYS[d]} ${hour}:00: loading` }, '');
-            cells.set(`${d}:${hour}`, td);
-            return td;
-          }),
-        ),
-      ),
-    ),
-  );
-  fill(s.body, table);
+  let cells: Cell[] = [];
+  let max = 1;
+  const cellEl = (d: number, hour: number): HTMLTableCellElement => {
+    const c = cells.find((x) => x.d === d && x.hour === hour);
+    const label = `${DAYS[d]} ${String(hour).padStart(2, '0')}:00: ${!c ? 'loading' : c.samples ? `${c.mean.toFixed(1)} people expected` : 'no history'}`;
+    const td = h('td', { 'aria-label': label, title: label }, c && c.samples ? String(Math.round(c.mean)) : '');
+    if (c && c.samples) {
+      const share = c.mean / max;
+      td.style.background = `rgba(37, 99, 235, ${(0.08 + 0.82 * share).toFixed(2)})`;
+      if (share > 0.55) td.classList.add('dark');
+    }
+    return td;
+  };
+  const render = () => {
+    const narrow = matchMedia(NARROW).matches;
+    const caption = h('caption', { class: 'muted' }, 'Mean people present, venue-local time, from the last 28 days.');
+    const hours = Array.from({ length: 24 }, (_, hour) => hour);
+    const table = narrow
+      ? h(
+          'table',
+          { class: 'heat narrow' },
+          caption,
+          h('thead', {}, h('tr', {}, h('td', {}), ...WEEK_ORDER.map((d) => h('th', { scope: 'col', abbr: DAYS[d] }, DAYS[d]!.slice(0, 3))))),
+          h('tbody', {}, ...hours.map((hour) => h('tr', {}, h('th', { scope: 'row' }, `${String(hour).padStart(2, '0')}:00`), ...WEEK_ORDER.map((d) => cellEl(d, hour))))),
+        )
+      : h(
+          'table',
+          { class: 'heat' },
+          caption,
+          h('thead', {}, h('tr', {}, h('td', {}), ...hours.map((hour) => h('th', { scope: 'col' }, String(hour).padStart(2, '0'))))),
+          h('tbody', {}, ...WEEK_ORDER.map((d) => h('tr', {}, h('th', { scope: 'row', abbr: DAYS[d] }, DAYS[d]!.slice(0, 3)), ...hours.map((hour) => cellEl(d, hour))))),
+        );
+    fill(s.body, table);
+  };
+  render();
+  const media = matchMedia(NARROW);
+  media.addEventListener('change', render);
   clearStatus(s.status, 'Loads when scrolled into view.');
   let cancelled = false;
+  const finish = () => {
+    max = Math.max(1, ...cells.map((r) => r.mean));
+    render();
+    clearStatus(s.status, cells.some((r) => r.samples) ? '' : 'No history yet: predictions need hourly occupancy of past weeks.');
+  };
   const load = async () => {
-    const jobs = WEEK_ORDER.flatMap((d) => Array.from({ length: 24 }, (_, hour) => [d, hour] as const));
-    const results: Array<{ d: number; hour: number; mean: number; samples: number }> = [];
-    let failed: unknown = null;
-    let done = 0;
-    clearStatus(s.status, 'Loading 0 of 168…');
-    const worker = async () => {
-      for (let job = jobs.shift(); job && !cancelled && !failed; job = jobs.shift()) {
-        const [d, hour] = job;
-        try {
-          const p = await api.prediction(venueId, d, hour);
-          results.push({ d, hour, mean: p.mean, samples: p.sampleSize });
-          const td = cells.get(`${d}:${hour}`)!;
-          td.textContent = p.sampleSize ? String(Math.round(p.mean)) : '';
-          td.setAttribute('aria-label', `${DAYS[d]} ${hour}:00: ${p.sampleSize ? `${p.mean.toFixed(1)} people expected` : 'no history'}`);
-          td.title = td.getAttribute('aria-label')!;
-          if (!cancelled) clearStatus(s.status, `Loading ${++done} of 168…`);
-        } catch (err) {
-          failed = err;
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: PREDICTION_CONCURRENCY }, worker));
+    clearStatus(s.status, 'Loading…');
+    let week: WeekPrediction;
+    try {
+      week = await api.predictionWeek(venueId);
+    } catch (err) {
+      if (cancelled) return;
+      return showError(s.status, 'Could not load the predictions', err);
+    }
     if (cancelled) return;
-    if (failed) return showError(s.status, 'Could not load the predictions', failed);
-    const max = Math.max(1, ...results.map((r) => r.mean));
-    for (const r of results) cells.get(`${r.d}:${r.hour}`)!.style.background = r.samples ? `rgba(37, 99, 235, ${(0.08 + 0.82 * (r.mean / max)).toFixed(2)})` : '';
-    clearStatus(s.status, results.some((r) => r.samples) ? '' : 'No history yet: predictions need hourly occupancy of past weeks.');
+    cells = week.cells.map((c) => ({ d: c.dayOfWeek, hour: c.hour, mean: c.mean, samples: c.sampleSize }));
+    finish();
   };
   const observer = new IntersectionObserver((entries) => {
     if (entries.some((e) => e.isIntersecting)) {
@@ -476,6 +547,7 @@ function heatMapSection(venueId: string) {
     dispose() {
       cancelled = true;
       observer.disconnect();
+      media.removeEventListener('change', render);
     },
   };
 }

@@ -1,5 +1,5 @@
 // The live stream (/ws, docs/websocket.md): one connection per signed-in page, one subscription
-// (cmdId 1) to the venue on screen. A lost connection reconnects with a growing, jittered backoff
+// per venue on screen (the venue view: one; the portfolio: every venue, at most 100). A lost connection reconnects with a growing, jittered backoff
 // (1 s doubling to 30 s) and says so; 4001 means the key was refused; 4000-4099 are not retried.
 
 import type { Alarm } from './api.js';
@@ -16,11 +16,13 @@ export interface LiveHandlers {
   onUnauthorized(why: string): void;
 }
 
-const CMD_ID = 1;
+const MAX_SUBSCRIPTIONS = 100;
 
 export class LiveSocket {
   private ws: WebSocket | null = null;
-  private venueId: string | null = null;
+  /** Watched venues and their subscription's cmdId. */
+  private venues = new Map<string, number>();
+  private nextCmd = 1;
   private attempt = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
@@ -32,13 +34,23 @@ export class LiveSocket {
     this.connect();
   }
 
-  /** Watches one venue (replaces the previous one), or none. */
-  watch(venueId: string | null): void {
-    const previous = this.venueId;
-    this.venueId = venueId;
-    if (this.ws?.readyState !== WebSocket.OPEN) return;
-    if (venueId) this.subscribe();
-    else if (previous) this.ws.send(JSON.stringify({ tsSubCmds: [{ cmdId: CMD_ID, unsubscribe: true }] }));
+  /** Watches these venues (replacing the previous ones), or none. */
+  watch(venueIds: string | string[] | null): void {
+    const wanted = new Set((venueIds === null ? [] : Array.isArray(venueIds) ? venueIds : [venueIds]).slice(0, MAX_SUBSCRIPTIONS));
+    const open = this.ws?.readyState === WebSocket.OPEN;
+    const gone = [...this.venues].filter(([id]) => !wanted.has(id));
+    for (const [id, cmdId] of gone) {
+      this.venues.delete(id);
+      if (open) this.ws!.send(JSON.stringify({ tsSubCmds: [{ cmdId, unsubscribe: true }] }));
+    }
+    const added: string[] = [];
+    for (const id of wanted) if (!this.venues.has(id)) (this.venues.set(id, this.nextCmd++), added.push(id));
+    if (open && added.length) this.subscribe(added);
+  }
+
+  /** The venues watched now. */
+  watching(venueId: string): boolean {
+    return this.venues.has(venueId);
   }
 
   close(): void {
@@ -48,8 +60,9 @@ export class LiveSocket {
     this.ws = null;
   }
 
-  private subscribe(): void {
-    this.ws?.send(JSON.stringify({ tsSubCmds: [{ cmdId: CMD_ID, entityId: this.venueId, keys: ['occupancy'] }] }));
+  private subscribe(ids: string[] = [...this.venues.keys()]): void {
+    if (!ids.length) return;
+    this.ws?.send(JSON.stringify({ tsSubCmds: ids.map((id) => ({ cmdId: this.venues.get(id), entityId: id, keys: ['occupancy'] })) }));
   }
 
   private connect(): void {
@@ -69,12 +82,12 @@ export class LiveSocket {
       if (msg.type === 'connected') {
         this.attempt = 0;
         this.h.onState({ kind: 'live' });
-        if (this.venueId) this.subscribe();
+        this.subscribe();
       } else if (msg.type === 'subscribed') {
         this.h.onResubscribed(msg.entityId);
       } else if (msg.type === 'error') {
         refusal = `${msg.errorMsg} (${msg.errorCode})`;
-      } else if (msg.data && msg.data.venueId === this.venueId) {
+      } else if (msg.data && this.venues.has(msg.data.venueId)) {
         const d = msg.data;
         if (d.eventType === 'alarm' && d.alarm) this.h.onAlarm(d.alarm);
         else if (d.eventType === 'occupancy' && 'zoneId' in d && typeof d.metrics?.occupancy === 'number') {
