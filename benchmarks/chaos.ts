@@ -21,19 +21,19 @@
  * the cluster).
  */
 import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { createCh } from '../clickhouse/client.js';
 import { topicNames } from '../lib/events.js';
 import { repoPath } from '../lib/paths.js';
 import { benchConfig, dropEarlierRunTopics, freshDatabases, machine, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, settle, type FleetTenant } from './lib/fleet.js';
+import { cliArgs } from '../lib/cli.js';
 
 const SINGLE_BROKER_FAULTS = ['pipeline-kill', 'api-kill', 'kafka-stop', 'clickhouse-stop', 'postgres-stop', 'redis-stop'] as const;
 const ALL_FAULTS = [...SINGLE_BROKER_FAULTS, 'broker-kill'] as const;
 type Fault = (typeof ALL_FAULTS)[number];
 
-const { values: args } = parseArgs({
+const { values: args } = cliArgs('npm run chaos --', 'Fault injection under load: kills or stops engines and processes during ingest and checks every accepted event is stored exactly once (benchmarks/README.md).', {
   options: {
     events: { type: 'string', default: '1000000' },
     clients: { type: 'string', default: '8' },

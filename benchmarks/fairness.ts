@@ -15,7 +15,6 @@
 import { createClient } from '@clickhouse/client';
 import http from 'node:http';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { chRows, chsql, createCh } from '../clickhouse/client.js';
 import { TELEMETRY_KEYS, topicNames } from '../lib/events.js';
@@ -43,6 +42,7 @@ import {
   waitFor,
   writeResult,
 } from './lib/harness.js';
+import { cliArgs } from '../lib/cli.js';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -226,7 +226,7 @@ if (!isMainThread) {
 // --- the benchmark ---
 
 async function main(): Promise<void> {
-  const { values: args } = parseArgs({
+  const { values: args } = cliArgs('npm run bench:fairness --', "One tenant's expensive reads beside another's light traffic: the light tenant's latency and the api's memory (benchmarks/README.md).", {
     options: {
       seconds: { type: 'string', default: '60' },
       'idle-seconds': { type: 'string' },

@@ -7,7 +7,6 @@
  * Kafka's own producer ceiling on this machine.
  */
 import { spawnSync } from 'node:child_process';
-import { parseArgs } from 'node:util';
 import { createCh, chRows, chsql } from '../clickhouse/client.js';
 import { progressCursor, serverNow } from '../clickhouse/queries/derive.js';
 import { repoPath } from '../lib/paths.js';
@@ -16,8 +15,9 @@ import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { ingestBody, randomMac, type BenchVenue } from './lib/requests.js';
 import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, cpuShare, enginePids, freshDatabases, startFrontDoor, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import { cliArgs } from '../lib/cli.js';
 
-const { values: args } = parseArgs({
+const { values: args } = cliArgs('npm run bench:ingest --', 'Load test of POST /ingest through to every processor: throughput, latency and CPU per event per process (benchmarks/README.md).', {
   options: {
     duration: { type: 'string', default: '20' },
     clients: { type: 'string', default: '8' },

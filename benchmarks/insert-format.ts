@@ -7,15 +7,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { parseArgs } from 'node:util';
 import { createCh, jsonEachRowChunks, type Ch } from '../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 import { EVENT_COLUMNS, eventTsvChunks, type EventRow } from '../clickhouse/queries/events.js';
 import { repoPath } from '../lib/paths.js';
 import { benchConfig, cpuSecondsOf, enginePids, machine, round, writeResult } from './lib/harness.js';
 import { seedEventsSql } from './lib/seed.js';
+import { cliArgs } from '../lib/cli.js';
 
-const { values: args } = parseArgs({ options: { rows: { type: 'string', default: '300000' }, rounds: { type: 'string', default: '3' } } });
+const { values: args } = cliArgs('npm run bench:insert-format --', "JSONEachRow against TabSeparated for the raw events' inserts, measured alone (benchmarks/README.md).", { options: { rows: { type: 'string', default: '300000' }, rounds: { type: 'string', default: '3' } } });
 const ROWS = Number(args.rows);
 const ROUNDS = Number(args.rounds);
 const DB = 'venue_bench_format';

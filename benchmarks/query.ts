@@ -6,7 +6,6 @@
  */
 import { createClient } from '@clickhouse/client';
 import { text } from 'node:stream/consumers';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createDb, rows, sql } from '../postgres/client.js';
 import { migratePostgres } from '../postgres/migrate.js';
@@ -22,8 +21,9 @@ import { createHousekeepingCh } from '../pipeline/housekeeping.js';
 import { repoPath } from '../lib/paths.js';
 import { benchConfig, cpuSecondsOf, cpuShare, enginePids, machine, machineCpu, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { seedEventsSql, seedOccupancyUpdatesSql } from './lib/seed.js';
+import { cliArgs } from '../lib/cli.js';
 
-const { values: args } = parseArgs({
+const { values: args } = cliArgs('npm run bench:query --', 'Telemetry and dashboard query latency over a seeded history (benchmarks/README.md).', {
   options: {
     events: { type: 'string', default: '6000000' },
     days: { type: 'string', default: '35' },

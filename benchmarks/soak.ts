@@ -9,7 +9,6 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { derivedTopicNames, topicNames } from '../lib/events.js';
 import { createKafka } from '../lib/kafka.js';
@@ -17,8 +16,9 @@ import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
 import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
 import { Fleet, type FleetTenant } from './lib/fleet.js';
+import { cliArgs } from '../lib/cli.js';
 
-const { values: args } = parseArgs({
+const { values: args } = cliArgs('npm run bench:soak --', 'A long run at a steady rate: lag, RSS and latency sampled over time (benchmarks/README.md).', {
   options: {
     minutes: { type: 'string', default: '30' },
     rate: { type: 'string', default: '0' },

@@ -1,3 +1,4 @@
+import { cliArgs } from '../lib/cli.js';
 import { configOrExit } from '../lib/config.js';
 import { createLogger } from '../lib/logger.js';
 import { createDb } from '../postgres/client.js';
@@ -6,6 +7,7 @@ import { createCh } from '../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 
 /** `npm run migrate`: applies pending Postgres and ClickHouse migrations; safe to re-run. */
+cliArgs('npm run migrate --', 'Applies pending Postgres and ClickHouse migrations; safe to re-run.', { options: {} });
 const cfg = configOrExit();
 const log = createLogger('migrate', cfg.LOG_LEVEL);
 const db = createDb(cfg, 2);

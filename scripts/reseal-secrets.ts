@@ -1,3 +1,4 @@
+import { cliArgs } from '../lib/cli.js';
 import { configOrExit } from '../lib/config.js';
 import { createLogger } from '../lib/logger.js';
 import { keyringFromConfig } from '../lib/secret-box.js';
@@ -5,6 +6,7 @@ import { createDb } from '../postgres/client.js';
 import { resealIntegrationSecrets } from '../domain/integrations/integrations.js';
 
 /** `npm run secrets:reseal`: after a key rotation, re-encrypts every connector secret under the current key. */
+cliArgs('npm run secrets:reseal --', 'After a key rotation, re-encrypts every connector secret under the current key (SECRETS_KEY); then the previous keys can be removed.', { options: {} });
 const cfg = configOrExit();
 const log = createLogger('reseal', cfg.LOG_LEVEL);
 const db = createDb(cfg, 2);

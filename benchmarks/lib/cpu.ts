@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { cliArgs } from '../../lib/cli.js';
 import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';
 import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
 import { randomMac, type BenchVenue } from './requests.js';
@@ -19,7 +19,7 @@ export const venues: BenchVenue[] = [
 
 /** `--requests` (how many to time per connector), `--batch` (events each), `--new-devices`, `--out`. */
 export function cpuArgs(defaultOut: string): { requests: number; batch: number; newDevices: number; out: string } {
-  const { values } = parseArgs({
+  const { values } = cliArgs(`npm run bench:${defaultOut} --`, 'The hot path of one process timed alone, in this process, without I/O: CPU per event (benchmarks/README.md).', {
     options: {
       requests: { type: 'string', default: '400' },
       batch: { type: 'string', default: '1000' },
