@@ -26,6 +26,12 @@ const certificateSha256 = z
   .transform((v) => v.replace(/:/g, '').toLowerCase())
   .pipe(z.string().regex(/^[0-9a-f]{64}$/, 'a SHA-256 certificate fingerprint: 64 hex digits, colons allowed'));
 
+/**
+ * Whether the service polls this controller (docs/connectors/polling.md); `false` when a connector
+ * of the customer's own sends its events to POST /ingest instead.
+ */
+const polling = () => z.boolean().default(true);
+
 const merakiConfig = z.strictObject({
   api_key: secret,
   org_id: identifier,
@@ -43,6 +49,7 @@ const unifiConfig = z.strictObject({
     .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a UniFi site id: letters, digits, "_" or "-"')
     .default('default'),
   certificate_sha256: certificateSha256.optional(),
+  polling: polling(),
 });
 
 /** Central: OAuth API client for REST plus the streaming key (expires every 7 days); ALE: on-prem REST login. */
@@ -61,6 +68,7 @@ const arubaConfig = z.discriminatedUnion('mode', [
     username: identifier,
     password: secret,
     certificate_sha256: certificateSha256.optional(),
+    polling: polling(),
   }),
 ]);
 

@@ -74,7 +74,7 @@ export const arubaAlePoller: VendorPoller<Record<string, never>, AleCursor> = {
   connector: 'aruba',
   name: 'aruba-ale',
   intervalMs: 60_000,
-  polls: (config) => config.mode === 'ale',
+  polls: (config) => config.mode === 'ale' && config.polling !== false,
   newSession: () => ({}),
   async poll(ctx, _session, cursor): Promise<PollResult<AleCursor>> {
     const { base_url, username, password } = ctx.integration.config as { base_url: string; username: string; password: string };

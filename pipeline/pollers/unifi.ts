@@ -152,7 +152,7 @@ export const unifiPoller: VendorPoller<UnifiSession, UnifiCursor> = {
   connector: 'unifi',
   name: 'unifi',
   intervalMs: 60_000,
-  polls: () => true,
+  polls: (config) => config.polling !== false,
   newSession: () => ({}),
   async poll(ctx, session, cursor): Promise<PollResult<UnifiCursor>> {
     if (!session.cookie) await login(ctx, session);

@@ -120,3 +120,21 @@ describe('timers and URLs', () => {
     expect(describeUrl(new URL('https://user:pw@ctrl.example:8443/api/s/x/stat/sta?token=abc'))).toBe('https://ctrl.example:8443/api/s/x/stat/sta');
   });
 });
+
+describe('which integrations are polled', () => {
+  it('every UniFi and ALE integration unless its config says polling: false; Verkada only with cameras; never Aruba Central', async () => {
+    const { unifiPoller } = await import('../../pipeline/pollers/unifi.js');
+    const { arubaAlePoller } = await import('../../pipeline/pollers/aruba-ale.js');
+    const { verkadaPoller } = await import('../../pipeline/pollers/verkada.js');
+    const { CONNECTORS } = await import('../../domain/integrations/config-schemas.js');
+    const unifi = CONNECTORS.unifi.config.parse({ controller_url: 'https://unifi.example', username: 'u', password: 'p' });
+    expect(unifi.polling).toBe(true);
+    expect(unifiPoller.polls(unifi)).toBe(true);
+    expect(unifiPoller.polls({ ...unifi, polling: false })).toBe(false);
+    expect(arubaAlePoller.polls({ mode: 'ale', base_url: 'https://ale.example', username: 'u', polling: true })).toBe(true);
+    expect(arubaAlePoller.polls({ mode: 'ale', base_url: 'https://ale.example', username: 'u', polling: false })).toBe(false);
+    expect(arubaAlePoller.polls({ mode: 'central', base_url: 'https://central.example' })).toBe(false);
+    expect(verkadaPoller.polls({ org_id: 'o', camera_ids: ['cam-1'] })).toBe(true);
+    expect(verkadaPoller.polls({ org_id: 'o' })).toBe(false);
+  });
+});
