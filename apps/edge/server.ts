@@ -29,6 +29,10 @@ const FLUSH_EVERY = 5000;
 export const HARD_FRAME_FACTOR = 4;
 /** How long start-up waits for every consumer's first fetch (its position at the topic's end) before listening anyway. */
 const READY_TIMEOUT_MS = 30_000;
+/** Operators whose id and key hash strings are remembered, so their connections share one copy of each. */
+const IDENTITY_CACHE = 8192;
+/** The queue of a connection with no message waiting: one settled promise shared by all of them. */
+const IDLE: Promise<void> = Promise.resolve();
 
 interface Subscription {
   cmdId: number;
@@ -63,10 +67,21 @@ interface Conn {
   leased: boolean;
   open: boolean;
   ws: uWS.WebSocket<Conn> | null;
-  subs: Map<number, Subscription>;
+  /**
+   * The connection's subscriptions by cmdId: none, the only one, or a Map from the second on (most
+   * connections hold one; a Map costs ~180 bytes of heap per connection). Read through `subsOf`,
+   * `subCount`, `subGet`; changed only by `addSub` / `removeSub`.
+   */
+  subs: null | Subscription | Map<number, Subscription>;
   pending: number;
+  /** The connection's messages in order; `IDLE` when none is waiting. */
   queue: Promise<void>;
 }
+
+const subsOf = (conn: Conn): Subscription[] => (conn.subs === null ? [] : conn.subs instanceof Map ? [...conn.subs.values()] : [conn.subs]);
+const subCount = (conn: Conn): number => (conn.subs === null ? 0 : conn.subs instanceof Map ? conn.subs.size : 1);
+const subGet = (conn: Conn, cmdId: number): Subscription | undefined =>
+  conn.subs === null ? undefined : conn.subs instanceof Map ? conn.subs.get(cmdId) : conn.subs.cmdId === cmdId ? conn.subs : undefined;
 
 export interface EdgeStats {
   connections: number;
@@ -133,6 +148,17 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
 
   const conns = new Set<Conn>();
   const byVenue = new Map<string, Set<Subscription>>();
+  /** Recent operators' id and key hash (insertion order, the oldest dropped past IDENTITY_CACHE): one copy of each string per operator, not per connection. */
+  const identities = new Map<string, { operatorId: string; keyHash: string }>();
+  const identity = (operatorId: string, keyHash: string) => {
+    const known = identities.get(operatorId);
+    if (known?.keyHash === keyHash) return known;
+    const fresh = { operatorId, keyHash };
+    identities.delete(operatorId);
+    identities.set(operatorId, fresh);
+    if (identities.size > IDENTITY_CACHE) identities.delete(identities.keys().next().value!);
+    return fresh;
+  };
   const releases = new Set<Promise<void>>();
   const counters = { refused: 0, closedSlow: 0, closedRotated: 0, messagesSent: 0, messagesReceived: 0 };
   let accepting = true;
@@ -171,18 +197,27 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
   }
 
   function removeSub(sub: Subscription): void {
-    sub.conn.subs.delete(sub.cmdId);
+    const conn = sub.conn;
+    if (conn.subs instanceof Map) {
+      conn.subs.delete(sub.cmdId);
+      if (conn.subs.size === 1) conn.subs = conn.subs.values().next().value!;
+    } else if (conn.subs === sub) conn.subs = null;
     const set = byVenue.get(sub.venueId);
     set?.delete(sub);
     if (set?.size === 0) byVenue.delete(sub.venueId);
   }
 
   function addSub(sub: Subscription): void {
-    const old = sub.conn.subs.get(sub.cmdId);
+    const conn = sub.conn;
+    const old = subGet(conn, sub.cmdId);
     if (old) removeSub(old);
-    sub.conn.subs.set(sub.cmdId, sub);
+    if (conn.subs === null) conn.subs = sub;
+    else if (conn.subs instanceof Map) conn.subs.set(sub.cmdId, sub);
+    else conn.subs = new Map([[conn.subs.cmdId, conn.subs], [sub.cmdId, sub]]);
     let set = byVenue.get(sub.venueId);
     if (!set) byVenue.set(sub.venueId, (set = new Set()));
+    // The venue's subscriptions share one copy of its id.
+    else sub.venueId = set.values().next().value!.venueId;
     set.add(sub);
   }
 
@@ -218,7 +253,7 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
 
   async function runCommand(conn: Conn, cmd: Command): Promise<void> {
     if (cmd.kind === 'subscribe') {
-      if (!conn.subs.has(cmd.cmdId) && conn.subs.size >= cfg.WS_MAX_SUBSCRIPTIONS) {
+      if (!subGet(conn, cmd.cmdId) && subCount(conn) >= cfg.WS_MAX_SUBSCRIPTIONS) {
         return replyError(conn, cmd.cmdId, 'SUBSCRIPTION_LIMIT', `at most ${cfg.WS_MAX_SUBSCRIPTIONS} subscriptions per connection; unsubscribe one first`);
       }
       try {
@@ -235,14 +270,14 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
       return send(conn, { cmdId: cmd.cmdId, type: 'subscribed', entityId: cmd.venueId, keys: cmd.keys });
     }
     if (cmd.kind === 'unsubscribe') {
-      const sub = conn.subs.get(cmd.cmdId);
+      const sub = subGet(conn, cmd.cmdId);
       if (!sub || (cmd.venueId !== null && sub.venueId !== cmd.venueId)) {
         return replyError(conn, cmd.cmdId, 'NOT_FOUND', `no subscription with cmdId ${cmd.cmdId}${cmd.venueId ? ' for this venue' : ''} on this connection`);
       }
       removeSub(sub);
       return send(conn, { cmdId: cmd.cmdId, type: 'unsubscribed', entityId: sub.venueId, cmdIds: [sub.cmdId] });
     }
-    const subs = [...conn.subs.values()].filter((s) => s.venueId === cmd.venueId);
+    const subs = subsOf(conn).filter((s) => s.venueId === cmd.venueId);
     if (subs.length === 0) return replyError(conn, cmd.cmdId, 'NOT_FOUND', 'no subscription to this venue on this connection');
     subs.forEach(removeSub);
     return send(conn, { cmdId: cmd.cmdId, type: 'unsubscribed', entityId: cmd.venueId, cmdIds: subs.map((s) => s.cmdId) });
@@ -273,15 +308,16 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
 
   /** Authenticates the key the way the API does, then takes a connection lease. */
   async function authorize(token: string): Promise<Conn> {
-    const conn: Conn = { limited: null, id: randomUUID(), operatorId: '', keyHash: '', refusal: null, leased: false, open: false, ws: null, subs: new Map(), pending: 0, queue: Promise.resolve() };
+    const conn: Conn = { limited: null, id: randomUUID(), operatorId: '', keyHash: '', refusal: null, leased: false, open: false, ws: null, subs: null, pending: 0, queue: IDLE };
     if (!token) {
       conn.refusal = { close: CLOSE.UNAUTHORIZED, errorCode: 'UNAUTHORIZED', message: 'missing API key: connect to /ws?token=<API_KEY>' };
       return conn;
     }
     try {
       const operator = await within(CHECK_TIMEOUT_MS, authenticate(db, token));
-      conn.operatorId = operator.id;
-      conn.keyHash = hashApiKey(token).toString('hex');
+      const known = identity(operator.id, hashApiKey(token).toString('hex'));
+      conn.operatorId = known.operatorId;
+      conn.keyHash = known.keyHash;
     } catch (err) {
       if (err instanceof AppError && err.code === 'UNAUTHORIZED') {
         conn.refusal = { close: CLOSE.UNAUTHORIZED, errorCode: 'UNAUTHORIZED', message: err.message };
@@ -403,14 +439,15 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
           replyError(conn, null, 'SERVICE_UNAVAILABLE', 'the command failed; retry');
         })
         .finally(() => {
-          conn.pending--;
+          // Nothing left in the chain: drop it, so an idle connection keeps no promise of its own.
+          if (--conn.pending === 0) conn.queue = IDLE;
         });
     },
     close: (ws) => {
       const conn = ws.getUserData();
       conn.open = false;
       conn.ws = null;
-      if (conns.delete(conn)) for (const sub of [...conn.subs.values()]) removeSub(sub);
+      if (conns.delete(conn)) for (const sub of subsOf(conn)) removeSub(sub);
       release(conn);
     },
   });
@@ -420,7 +457,7 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
     let subscriptions = 0;
     for (const c of conns) {
       operators.add(c.operatorId);
-      subscriptions += c.subs.size;
+      subscriptions += subCount(c);
     }
     return { connections: conns.size, operators: operators.size, subscriptions, ...counters };
   };
