@@ -33,6 +33,13 @@ export interface FleetOptions {
   /** An operator's key given on the command line (wins over the state file's). */
   key?: string;
   state?: FleetState;
+  /**
+   * `--native`: the service's UniFi poller is to poll the simulator's fake controller (native/ sets
+   * that up). Otherwise the simulator itself sends UniFi's events to /ingest, so its UniFi
+   * integrations get `polling: false` (docs/connectors/unifi.md): the pipeline must not poll the
+   * made-up controller address.
+   */
+  native?: boolean;
 }
 
 export interface Fleet {
@@ -87,7 +94,7 @@ export async function setUpFleet(opts: FleetOptions): Promise<Fleet> {
     operator.id ??= row.operator_id ?? null;
     stateVenues[t.key] = { id: row.id };
     created.zones += await ensureZones(client, row.id, t);
-    const { integrations, added } = await ensureIntegrations(client, row.id, t);
+    const { integrations, added } = await ensureIntegrations(client, row.id, t, opts.native === true);
     created.integrations += added;
     venues.push({ ...t, id: row.id, integrations });
   }
@@ -149,14 +156,27 @@ async function ensureZones(client: ApiClient, venueId: string, t: VenueTemplate)
   return added;
 }
 
-async function ensureIntegrations(client: ApiClient, venueId: string, t: VenueTemplate): Promise<{ integrations: SimVenue['integrations']; added: number }> {
-  const res = await client.call<Listed<{ id: string; connector_type: ConnectorType; is_active: boolean }>>('GET', `/api/venues/${venueId}/integrations`);
+async function ensureIntegrations(client: ApiClient, venueId: string, t: VenueTemplate, native: boolean): Promise<{ integrations: SimVenue['integrations']; added: number }> {
+  const res = await client.call<Listed<{ id: string; connector_type: ConnectorType; is_active: boolean; config: Record<string, unknown> }>>('GET', `/api/venues/${venueId}/integrations`);
   const integrations: SimVenue['integrations'] = {};
-  for (const i of res.body.data.sort((a, b) => Number(b.is_active) - Number(a.is_active))) integrations[i.connector_type] ??= i.id;
+  const configs = new Map<string, Record<string, unknown>>();
+  for (const i of res.body.data.sort((a, b) => Number(b.is_active) - Number(a.is_active))) {
+    integrations[i.connector_type] ??= i.id;
+    configs.set(i.id, i.config);
+  }
   let added = 0;
   for (const type of t.connectors) {
-    if (integrations[type]) continue;
-    const made = await client.call<{ id: string }>('POST', `/api/venues/${venueId}/integrations`, { connector_type: type, config: integrationConfig(type, t) });
+    const id = integrations[type];
+    if (id) {
+      // Sent to /ingest by the simulator: not for the service to poll (a native run had turned it on).
+      const config = configs.get(id);
+      if (type === 'unifi' && !native && config && config.polling !== false) {
+        await client.call('PUT', `/api/venues/${venueId}/integrations/${id}`, { config: { ...config, polling: false } });
+      }
+      continue;
+    }
+    const config = { ...integrationConfig(type, t), ...(type === 'unifi' && !native ? { polling: false } : {}) };
+    const made = await client.call<{ id: string }>('POST', `/api/venues/${venueId}/integrations`, { connector_type: type, config });
     integrations[type] = made.body.id;
     added++;
   }

@@ -11,6 +11,7 @@ import { ApiClient } from './client.js';
 import { loadState, saveState, setUpFleet, type SetupPlan } from './fleet.js';
 import { openBetween, silenceable, TrafficState } from './model.js';
 import { hashSeed } from './random.js';
+import { NativeLinks } from './native/index.js';
 import { runSimulation } from './runner.js';
 import { DAY } from './time.js';
 import { MAX_VENUES } from './venues.js';
@@ -33,6 +34,9 @@ connector type, then sends realistic traffic to POST /ingest. Details: docs/simu
   --scale X          scale the whole fleet's visitor numbers (default 1)
   --seed N           seed of the traffic model (default 1): the same seed gives the same events
   --faults           add faults: a connector going silent, malformed events, a zone over capacity
+  --native           send as the vendors do: Meraki, Square, Density and Verkada webhooks to /hooks/<id>
+                     (signed), UniFi served by a fake controller the pipeline's poller polls; Aruba,
+                     MyWiFi and what has no vendor form stay on /ingest (docs/simulator.md, "Native mode")
   --setup-only       create or find the fleet, print it, and exit
   -h, --help         this text
 `;
@@ -56,6 +60,7 @@ const OPTIONS = {
   scale: { type: 'string', default: '1' },
   seed: { type: 'string', default: '1' },
   faults: { type: 'boolean', default: false },
+  native: { type: 'boolean', default: false },
   'setup-only': { type: 'boolean', default: false },
   'log-level': { type: 'string', default: 'info' },
   help: { type: 'boolean', short: 'h', default: false },
@@ -135,7 +140,7 @@ const client = new ApiClient({ url, log, stopping: () => stopRequested });
 try {
   const previous = loadState(statePath);
   if (previous && previous.url !== url) log.warn(`${statePath} was written for ${previous.url}; reusing its operator at ${url} (give --state another file for a separate fleet)`);
-  const fleet = await setUpFleet({ client, log, operatorName: args.operator, plan, venues: venueCount, adminSecret, key: args.key, state: previous });
+  const fleet = await setUpFleet({ client, log, operatorName: args.operator, plan, venues: venueCount, adminSecret, key: args.key, state: previous, native: args.native });
   saveState(statePath, fleet.state);
   const { created } = fleet;
   log.info(
@@ -156,6 +161,9 @@ try {
   }
   let lastSave = 0;
   const state = fleet.state;
+  const native = args.native
+    ? await NativeLinks.start({ client, log, venues: fleet.venues, url, certDir: repoPath('.stack', 'simulator'), stopping: () => stopRequested })
+    : undefined;
   const stats = await runSimulation({
     client,
     venues: fleet.venues,
@@ -167,6 +175,7 @@ try {
     live,
     ...(duration !== undefined ? { liveDurationMs: duration } : {}),
     stopping: () => stopRequested,
+    ...(native ? { native } : {}),
     onProgress: (sent) => {
       state.sentUntil = sent;
       if (Date.now() - lastSave > 2000) {
@@ -176,6 +185,11 @@ try {
     },
   });
   saveState(statePath, state);
+  // The poller polls once a minute, and backs off up to 5 minutes while a controller was unreachable
+  // (between two runs): give it the time to fetch the last UniFi records (Ctrl-C skips the wait).
+  await native?.close(6 * 60_000);
+  if (native) log.info(native.describe());
+  for (const r of native?.refusals ?? []) log.warn({ connector: r.connector, venue: r.venue }, `refused delivery: ${r.reason}`);
   for (const u of stats.unexpected) log.warn({ connector: u.connector, venue: u.venue }, `unexpected rejection: ${u.reason}`);
   log.info(`open ${url}/ to see the fleet (sign in with the key in ${statePath})`);
   process.exit(0);

@@ -5,6 +5,7 @@ import type { TrafficState } from './model.js';
 import { HOUR } from './time.js';
 import { generate, type GeneratedEvent } from './traffic/index.js';
 import type { SimVenue } from './venues.js';
+import type { NativeLinks, NativeOutcome, NativeStats } from './native/index.js';
 
 /**
  * Drives the traffic: history first (one venue and connector per request, batches of up to 1,000
@@ -19,6 +20,8 @@ export interface SentBatch {
   connector: ConnectorType;
   events: GeneratedEvent[];
   answer: IngestAnswer;
+  /** Native mode: the part of the batch delivered through the vendor link (`answer` then covers the rest, sent to /ingest). */
+  native?: NativeOutcome['native'];
 }
 
 export interface StreamStats {
@@ -34,6 +37,8 @@ export interface RunStats {
   byConnector: Partial<Record<ConnectorType, StreamStats>>;
   /** Rejections of events that were meant to be good, with the first few reasons. */
   unexpected: Array<{ connector: ConnectorType; venue: string; reason: string }>;
+  /** Native mode: deliveries through the vendor links per connector. */
+  native?: Partial<Record<ConnectorType, NativeStats>>;
 }
 
 export interface RunOptions {
@@ -59,6 +64,8 @@ export interface RunOptions {
   onBatch?: (batch: SentBatch) => void;
   /** Called after each batch with the streams' progress (to save the state file). */
   onProgress?: (sentUntil: Record<string, number>) => void;
+  /** `--native`: connectors with a vendor link send through it (docs/simulator.md, "Native mode"). */
+  native?: NativeLinks;
 }
 
 interface Stream {
@@ -76,7 +83,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export async function runSimulation(opts: RunOptions): Promise<RunStats> {
   const { client, log, traffic } = opts;
   const clock = opts.now ?? Date.now;
-  const stats: RunStats = { batches: 0, byConnector: {}, unexpected: [] };
+  const stats: RunStats = { batches: 0, byConnector: {}, unexpected: [], ...(opts.native ? { native: opts.native.stats } : {}) };
+  const native = opts.native;
   const sentUntil: Record<string, number> = { ...opts.sentUntil };
   const streams: Stream[] = opts.venues.flatMap((venue) =>
     venue.connectors.map((connector) => {
@@ -85,10 +93,11 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
       return { id, venue, connector, generated: from, buffer: [], lastFlush: 0 };
     }),
   );
-  const progress = new Progress(log, stats, opts.progressEveryMs ?? 10_000, clock);
+  const progress = new Progress(log, stats, opts.progressEveryMs ?? 10_000, clock, native);
 
   /** Sends the first `n` buffered events of a stream; false once the run stops. */
   const send = async (s: Stream, n: number): Promise<boolean> => {
+    if (native?.routes(s.connector)) return sendNative(s, n);
     const events = s.buffer.slice(0, n);
     let answer: IngestAnswer;
     try {
@@ -109,6 +118,29 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
     return true;
   };
 
+  /**
+   * Native mode: the batch is queued for the stream's courier (vendor deliveries, then the rest on
+   * /ingest) and the stream goes on; its progress is recorded once the courier has delivered it.
+   */
+  const sendNative = async (s: Stream, n: number): Promise<boolean> => {
+    const events = s.buffer.splice(0, n);
+    const resumeAt = s.buffer[0]?.ts ?? s.generated;
+    s.lastFlush = clock();
+    await native!.enqueue(s.id, s.venue, s.connector, events, opts.start, (o) => {
+      if (o.ingestAnswer) record(stats, s, o.ingestEvents, o.ingestAnswer);
+      else stats.batches++;
+      sentUntil[s.id] = Math.max(sentUntil[s.id] ?? -Infinity, resumeAt);
+      const answer = o.ingestAnswer ?? { accepted: 0, rejected: 0, errors: [] };
+      opts.onBatch?.({ venue: s.venue, connector: s.connector, events, answer, native: o.native });
+      opts.onProgress?.({ ...sentUntil });
+    });
+    return !opts.stopping();
+  };
+  /** Live: how many buffered events may go now (a Meraki minute under way waits for its end). */
+  const ready = (s: Stream): number => (native?.routes(s.connector) ? native.ready(s.venue, s.connector, s.buffer, s.generated) : s.buffer.length);
+  /** Nothing of the stream is waiting: its position may move to what was generated (a native batch dropped by a stop must not be skipped). */
+  const idle = (s: Stream): boolean => s.buffer.length === 0 && (!native?.routes(s.connector) || (!native.busy(s.id) && !opts.stopping()));
+
   // History, in hour-long windows, each stream cut into full batches as it goes.
   if (opts.backfillFrom !== undefined) {
     const total = opts.start - opts.backfillFrom;
@@ -119,17 +151,22 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
         if (s.generated >= end) continue;
         s.buffer.push(...generate(s.connector, { from: s.generated, to: end }, s.venue, traffic));
         s.generated = end;
-        while (s.buffer.length >= MAX_BATCH && !opts.stopping()) if (!(await send(s, MAX_BATCH))) return finish();
+        while (s.buffer.length >= MAX_BATCH && !opts.stopping()) if (!(await send(s, MAX_BATCH))) return await finish();
       }
       traffic.prune(t - 2 * 24 * HOUR);
       progress.maybe(`backfill ${Math.round(((end - opts.backfillFrom) / total) * 100)}%`);
     }
     for (const s of streams) {
-      while (s.buffer.length > 0 && !opts.stopping()) if (!(await send(s, Math.min(MAX_BATCH, s.buffer.length)))) return finish();
+      while (s.buffer.length > 0 && !opts.stopping()) if (!(await send(s, Math.min(MAX_BATCH, s.buffer.length)))) return await finish();
+    }
+    if (native) {
+      // The couriers may still be delivering (within the receivers' rate limits): keep reporting.
+      const drained = native.drain().then(() => true);
+      while (!(await Promise.race([drained, sleep(1000).then(() => false)]))) progress.maybe('backfill delivering');
     }
     if (!opts.stopping()) progress.line('backfill done');
   }
-  if (!opts.live || opts.stopping()) return finish();
+  if (!opts.live || opts.stopping()) return await finish();
 
   // Live: generate up to now every tick; each stream sends when its batch is full or old enough.
   const flushMs = opts.flushMs ?? Math.max(10_000, Math.ceil((streams.length * 60_000) / 80));
@@ -151,19 +188,23 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
         s.generated = to;
       }
       while (s.buffer.length > 0 && !opts.stopping() && (ending || s.buffer.length >= MAX_BATCH || clock() - s.lastFlush >= flushMs)) {
-        if (!(await send(s, Math.min(MAX_BATCH, s.buffer.length)))) return finish();
+        const n = Math.min(MAX_BATCH, ending ? s.buffer.length : ready(s));
+        if (n === 0) break;
+        if (!(await send(s, n))) return await finish();
         if (!ending && s.buffer.length < MAX_BATCH) break;
       }
-      if (s.buffer.length === 0) sentUntil[s.id] = s.generated;
+      if (idle(s)) sentUntil[s.id] = s.generated;
     }
     if (ending || opts.stopping()) break;
     traffic.prune(now - 2 * 24 * HOUR);
     progress.maybe('live');
     await sleepUnless(tickMs, opts.stopping);
   }
-  return finish();
+  return await finish();
 
-  function finish(): RunStats {
+  async function finish(): Promise<RunStats> {
+    // Native: what the couriers hold is delivered (or dropped at once if the run is stopping).
+    await native?.drain();
     const unsent = streams.reduce((n, s) => n + s.buffer.length, 0);
     if (unsent > 0) log.info({ events: unsent }, 'events generated but not sent before the stop (a later --backfill run sends them)');
     opts.onProgress?.({ ...sentUntil });
@@ -198,6 +239,7 @@ class Progress {
     private readonly stats: RunStats,
     private readonly everyMs: number,
     private readonly clock: () => number,
+    private readonly native?: NativeLinks,
   ) {}
 
   maybe(phase: string): void {
@@ -210,7 +252,8 @@ class Progress {
     const parts = Object.entries(this.stats.byConnector).map(([c, s]) => `${c} ${n(s.accepted)}/${n(s.rejected)}`);
     const total = Object.values(this.stats.byConnector).reduce((a, s) => ({ acc: a.acc + s.accepted, rej: a.rej + s.rejected, del: a.del + s.deliberate }), { acc: 0, rej: 0, del: 0 });
     this.log.info(
-      `${phase} · ${n(total.acc)} accepted, ${n(total.rej)} rejected (${n(total.del)} on purpose) in ${n(this.stats.batches)} batches · accepted/rejected ${parts.join(' ') || '-'}`,
+      `${phase} · ${n(total.acc)} accepted, ${n(total.rej)} rejected (${n(total.del)} on purpose) in ${n(this.stats.batches)} batches · accepted/rejected ${parts.join(' ') || '-'}` +
+        (this.native ? ` · ${this.native.describe()}` : ''),
     );
   }
 }
