@@ -136,6 +136,17 @@ function adminSecret(): string {
   }
 }
 
+/**
+ * Listed by `node scripts/stack.mjs status` beside the service processes while it runs, with its
+ * fake UniFi controller's port in native mode (scripts/stack/common.mjs is plain ESM, loaded at run time).
+ */
+async function registerSimulator(port: number | undefined): Promise<void> {
+  type Registry = { registerProcess(name: string, info: { pid: number; port?: number }): void; unregisterProcess(name: string, pid?: number): void };
+  const registry = (await import(repoPath('scripts', 'stack', 'common.mjs'))) as Registry;
+  registry.registerProcess('simulator', { pid: process.pid, ...(port ? { port } : {}) });
+  process.on('exit', () => registry.unregisterProcess('simulator', process.pid));
+}
+
 const client = new ApiClient({ url, log, stopping: () => stopRequested });
 try {
   const previous = loadState(statePath);
@@ -164,6 +175,7 @@ try {
   const native = args.native
     ? await NativeLinks.start({ client, log, venues: fleet.venues, url, certDir: repoPath('.stack', 'simulator'), stopping: () => stopRequested })
     : undefined;
+  await registerSimulator(native?.controller ? Number(new URL(native.controller.url).port) : undefined);
   const stats = await runSimulation({
     client,
     venues: fleet.venues,
