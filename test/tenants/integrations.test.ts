@@ -62,8 +62,8 @@ function fixtures() {
       plain: { mode: 'central', base_url: 'https://apigw-prod2.central.arubanetworks.com', customer_id: 'cust-1', client_id: 'client-1' },
       defaults: {},
     },
-    { type: 'aruba', secrets: s.arubaAle, plain: { mode: 'ale', base_url: 'https://ale.example.com', username: 'svc' }, defaults: {} },
-    { type: 'unifi', secrets: s.unifi, plain: { controller_url: 'https://unifi.example.com:8443', username: 'svc' }, defaults: { site: 'default' } },
+    { type: 'aruba', secrets: s.arubaAle, plain: { mode: 'ale', base_url: 'https://ale.example.com', username: 'svc' }, defaults: { polling: true } },
+    { type: 'unifi', secrets: s.unifi, plain: { controller_url: 'https://unifi.example.com:8443', username: 'svc' }, defaults: { site: 'default', polling: true } },
     { type: 'mywifi', secrets: s.mywifi, plain: { dashboard_subdomain: 'acme-cafe' }, defaults: {} },
     {
       type: 'square',
