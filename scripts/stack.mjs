@@ -38,7 +38,7 @@ import {
   portsInUse, readProcesses, readState, rel, tail, waitFor, withLock, writeState,
 } from './stack/common.mjs';
 import { engineEnv, ensureDotEnv, resolveEnv } from './stack/env.mjs';
-import { chromium, ensurePackages } from './stack/packages.mjs';
+import { chromium, ensurePackages, openssl } from './stack/packages.mjs';
 import { postgres } from './stack/postgres.mjs';
 import { redis } from './stack/redis.mjs';
 import { clickhouse } from './stack/clickhouse.mjs';
@@ -135,7 +135,7 @@ export async function up({ quiet = false, brokers = 1 } = {}) {
     if (added.length) log(`.env       ${hadDotEnv ? `added ${added.join(', ')}` : 'created'}  (${rel(FILES.dotenv)})`);
 
     const engines = engineEnv();
-    await ensurePackages([...services.filter((s) => !isExternal(s, engines)), chromium], log, quiet);
+    await ensurePackages([...services.filter((s) => !isExternal(s, engines)), chromium, openssl], log, quiet);
 
     const state = readState();
     state.services ||= {};

@@ -9,6 +9,15 @@ export const chromium = {
   missingPackages: () => (which('chromium') ? [] : ['chromium']),
 };
 
+/**
+ * OpenSSL's command line: the pollers' tests and `simulate --native` make self-signed certificates
+ * for their fake vendor servers with it.
+ */
+export const openssl = {
+  name: 'openssl',
+  missingPackages: () => (which('openssl') ? [] : ['openssl']),
+};
+
 const missingOf = (services) => [...new Set(services.flatMap((s) => s.missingPackages()))];
 
 export async function ensurePackages(services, log, quiet) {
