@@ -6,6 +6,9 @@ import { Throughput } from '../../domain/system/throughput.js';
 import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';
 import { keyringFromConfig, type Keyring } from '../../lib/secret-box.js';
 import type { Publisher } from '../../lib/kafka.js';
+import type { Logger } from '../../lib/logger.js';
+import { derivedTopicNames } from '../../lib/events.js';
+import type { IngestDeps } from '../../domain/ingest/ingest.js';
 import { createApiMetrics, gateMetrics, timedPublisher, type ApiMetrics } from './metrics.js';
 
 /** What the api's transports need: the engines, the instance's event-rate counter and its keys. */
@@ -42,5 +45,19 @@ export function createApiDeps(services: Services): ApiDeps {
     throughput: new Throughput(services.redis),
     keyring: keyringFromConfig(services.cfg),
     pseudonyms: new Pseudonyms(services.cfg.PSEUDONYM_KEY),
+  };
+}
+
+/** What ingest needs of the api's engines, with the request's logger: `/ingest` and the webhook receivers alike. */
+export function ingestDepsOf(deps: ApiDeps, log: Logger): IngestDeps & { reportsTopic: string } {
+  const { db, topics, cfg } = deps.services;
+  return {
+    db,
+    publisher: deps.publisher,
+    topic: topics.events,
+    reportsTopic: derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports,
+    pseudonyms: deps.pseudonyms,
+    throughput: deps.throughput,
+    log,
   };
 }

@@ -62,18 +62,18 @@ export async function currentOccupancy(ch: Ch, q: { operatorId: string; venueId:
  * with live = 0). `day` bounds the partitions read: a visit's day is its period's local date,
  * at most a day before or after its UTC start.
  */
-function visitsStarted(scope: ChSql, q: { fromMs: number; toMs: number }): ChSql {
+export function visitsStarted(scope: ChSql, q: { fromMs: number; toMs: number }): ChSql {
   const fromDay = Math.floor(q.fromMs / 86_400_000) - 1;
   const toDay = Math.floor(q.toMs / 86_400_000) + 1;
-  return chsql`(SELECT zone_id, device, start_ms, argMax(end_ms, version) AS end_ms, argMax(closes_ms, version) AS closes_ms, argMax(live, version) AS alive
+  return chsql`(SELECT venue_id AS venue, zone_id, device, start_ms, argMax(end_ms, version) AS end_ms, argMax(closes_ms, version) AS closes_ms, argMax(live, version) AS alive
                   FROM derived_visits
                  WHERE ${scope} AND day >= toDate(${fromDay}) AND day <= toDate(${toDay})
                    AND start_ms >= ${q.fromMs} AND start_ms < ${q.toMs}
-                 GROUP BY zone_id, device, start_ms)`;
+                 GROUP BY venue, zone_id, device, start_ms)`;
 }
 
 /** Dwell in whole seconds (rounded half up). */
-const DWELL_S = raw('intDiv(end_ms - start_ms + 500, 1000)');
+export const DWELL_S = raw('intDiv(end_ms - start_ms + 500, 1000)');
 
 /** Ended visits (closed before nowMs) started in [fromMs, toMs) per zone ('' = whole venue) and dwell bucket (index into the dwell bucket list). */
 export function dwellHistogramSql(q: { operatorId: string; venueId: string; fromMs: number; toMs: number; nowMs: number }): ChSql {

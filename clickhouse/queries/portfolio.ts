@@ -1,4 +1,5 @@
 import { chRows, chsql, raw, type Ch, type ChSql } from '../client.js';
+import { DWELL_S, visitsStarted } from './derived.js';
 import { operatorRows } from './operator-rows.js';
 
 /** One venue's window: from `fromMs` (its local day's start) to now. */
@@ -45,18 +46,12 @@ export async function eventsInWindows(ch: Ch, q: { operatorId: string; windows: 
  * version of each derived visit, as the dwell histogram reads them.
  */
 export function dwellInWindowsSql(q: { operatorId: string; windows: VenueWindow[]; nowMs: number }): ChSql {
-  const earliest = Math.min(...q.windows.map((w) => w.fromMs));
-  const fromDay = Math.floor(earliest / 86_400_000) - 1;
-  return chsql`SELECT venue_id, toFloat64(avg(intDiv(end_ms - start_ms + 500, 1000))) AS avg_dwell
-                 FROM (SELECT toString(venue_id) AS venue_id, device, start_ms, argMax(end_ms, version) AS end_ms,
-                              argMax(closes_ms, version) AS closes_ms, argMax(live, version) AS alive
-                         FROM derived_visits
-                        WHERE ${operatorRows(q.operatorId)} AND zone_id = '' AND has(${q.windows.map((w) => w.venueId)}, toString(venue_id))
-                          AND day >= toDate(${fromDay}) AND start_ms >= ${earliest} AND start_ms < ${q.nowMs}
-                          AND start_ms >= ${fromOf(q.windows, (ms) => ms)}
-                        GROUP BY venue_id, device, start_ms)
+  const scope = chsql`${operatorRows(q.operatorId)} AND zone_id = '' AND has(${q.windows.map((w) => w.venueId)}, toString(venue_id))
+                      AND start_ms >= ${fromOf(q.windows, (ms) => ms)}`;
+  return chsql`SELECT toString(venue) AS venue_id, toFloat64(avg(${DWELL_S})) AS avg_dwell
+                 FROM ${visitsStarted(scope, { fromMs: Math.min(...q.windows.map((w) => w.fromMs)), toMs: q.nowMs })}
                 WHERE alive = 1 AND closes_ms < ${q.nowMs}
-                GROUP BY venue_id`;
+                GROUP BY venue`;
 }
 
 export async function dwellInWindows(ch: Ch, q: { operatorId: string; windows: VenueWindow[]; nowMs: number }): Promise<Map<string, number>> {

@@ -211,8 +211,8 @@ export function checkEvents(
 /** Best effort: a lost report only makes the rejection rate less precise, never loses an event. */
 const reportMessage = (r: IngestReport): Message => ({ key: r.venueId, value: encodeIngestReport(r) });
 
-/** A request that accepted nothing still reports its rejections; best effort, as it changes no stored data. */
-async function publishReport(deps: IngestDeps, topic: string, r: IngestReport): Promise<void> {
+/** A report on its own (a request that accepted nothing, a vendor link's outcome); best effort, as it changes no stored data. */
+export async function publishReport(deps: Pick<IngestDeps, 'publisher' | 'log'>, topic: string, r: IngestReport): Promise<void> {
   try {
     await deps.publisher.publish([{ topic, messages: [reportMessage(r)] }]);
   } catch (err) {

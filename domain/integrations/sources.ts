@@ -1,6 +1,7 @@
 import type { Queryable } from '../../postgres/client.js';
 import { sourceIntegrationRow } from '../../postgres/queries/integrations.js';
-import { encodeIngestReport, type ConnectorType, type SourceOutcome } from '../../lib/events.js';
+import type { ConnectorType, SourceOutcome } from '../../lib/events.js';
+import { publishReport } from '../ingest/ingest.js';
 import type { Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { open, type Keyring } from '../../lib/secret-box.js';
@@ -57,7 +58,7 @@ export async function reportSourceOutcome(
   outcome: Omit<SourceOutcome, 'integrationId'>,
   now = Date.now(),
 ): Promise<void> {
-  const value = encodeIngestReport({
+  await publishReport(deps, deps.reportsTopic, {
     operatorId: integration.operator.id,
     venueId: integration.venueId,
     connectorType: integration.connectorType,
@@ -66,9 +67,4 @@ export async function reportSourceOutcome(
     ts: now,
     source: { integrationId: integration.id, ...outcome, error: outcome.error?.slice(0, 300) },
   });
-  try {
-    await deps.publisher.publish([{ topic: deps.reportsTopic, messages: [{ key: integration.venueId, value }] }]);
-  } catch (err) {
-    deps.log.warn({ err: (err as Error).message, integrationId: integration.id }, 'source outcome not published; connector health misses it');
-  }
 }

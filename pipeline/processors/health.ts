@@ -110,9 +110,10 @@ export function healthOf(
   const words = link ? LINK_WORDS[link.link] : undefined;
   const lastError = link?.error && link.failures > 0 ? `; last ${link.link === 'poll' ? 'poll' : 'delivery'} error: ${link.error}` : '';
   const cut = (reason: string) => (reason.length > 200 ? `${reason.slice(0, 199)}…` : reason);
+  const failing = link && words && link.failures >= LINK_FAILURES ? cut(`${words.failing} (${link.failures} in a row): ${link.error ?? 'no reason given'}`) : undefined;
   if (alive < 0) {
     // A new integration with a wrong password or secret shows it at once, grace or not.
-    if (link && words && link.failures >= LINK_FAILURES) return { status: 'degraded', rate, reason: cut(`${words.failing} (${link.failures} in a row): ${link.error ?? 'no reason given'}`) };
+    if (failing) return { status: 'degraded', rate, reason: failing };
     if (createdAt !== undefined && now - createdAt <= OFFLINE_AFTER * interval) {
       return { status: 'waiting', rate, reason: cut(`waiting for its first data (created ${Math.round((now - createdAt) / 1000)} s ago)${lastError}`) };
     }
@@ -120,7 +121,7 @@ export function healthOf(
   }
   const silent = now - alive;
   if (silent > OFFLINE_AFTER * interval) return { status: 'offline', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
-  if (link && words && link.failures >= LINK_FAILURES) return { status: 'degraded', rate, reason: cut(`${words.failing} (${link.failures} in a row): ${link.error ?? 'no reason given'}`) };
+  if (failing) return { status: 'degraded', rate, reason: failing };
   if (silent > DEGRADED_AFTER * interval) return { status: 'degraded', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
   if (link && words && link.taken + link.failed >= MIN_SUBMITTED && link.failed / (link.taken + link.failed) >= DEGRADED_REJECTION_RATE) {
     const share = Math.round((link.failed / (link.taken + link.failed)) * 100);

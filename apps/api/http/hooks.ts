@@ -10,9 +10,8 @@ import {
   INTEGRATION_CACHE_TTL_MS,
   type ReceiverDeps,
 } from '../../../domain/ingest/receivers/index.js';
-import { derivedTopicNames } from '../../../lib/events.js';
 import type { JsonSchema } from '../../../lib/json-schema.js';
-import type { ApiDeps } from '../deps.js';
+import { ingestDepsOf, type ApiDeps } from '../deps.js';
 import { limitingFailures } from '../middleware/auth.js';
 import { readRawText } from '../middleware/body.js';
 import { countIngest } from '../metrics.js';
@@ -30,21 +29,12 @@ export function hooksRouter(deps: ApiDeps, limiter: RateLimiter | undefined): Ro
   const { cfg, db, redis } = deps.services;
   const integrations = new IntegrationCache((id) => sourceIntegration(db, deps.keyring, id));
   const perIntegration = cfg.RATE_LIMITS_ENABLED ? deliveryLimiter(redis) : undefined;
-  const reportsTopic = derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports;
   const router = new Router();
 
   const receive = async (ctx: Context) => {
     const integrationId = String(ctx.params.integration_id);
     const receiverDeps: ReceiverDeps = {
-      ingest: {
-        db,
-        publisher: deps.publisher,
-        topic: deps.services.topics.events,
-        reportsTopic,
-        pseudonyms: deps.pseudonyms,
-        throughput: deps.throughput,
-        log: ctx.state.log,
-      },
+      ingest: ingestDepsOf(deps, ctx.state.log),
       integrations,
       limiter: perIntegration,
       observe: (connector, outcome) => deps.metrics.webhookDeliveries.inc({ connector, outcome }),

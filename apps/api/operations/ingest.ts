@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { CONNECTOR_TYPES, derivedTopicNames, EVENT_TYPES } from '../../../lib/events.js';
+import { CONNECTOR_TYPES, EVENT_TYPES } from '../../../lib/events.js';
+import { ingestDepsOf } from '../deps.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST } from '../../../domain/ingest/ingest.js';
 import { IDEMPOTENCY_WINDOW_S } from '../../../domain/ingest/idempotency.js';
 import { countIngest } from '../metrics.js';
@@ -61,15 +62,7 @@ export const ingestOperations = [
     errors: [403, 404, 409, 503],
     handler: async ({ body, headers }, { deps, operator, log }) => {
       const { result, replayed } = await ingestBatch(
-        {
-          db: deps.services.db,
-          publisher: deps.publisher,
-          topic: deps.services.topics.events,
-          reportsTopic: derivedTopicNames(deps.services.cfg.KAFKA_TOPIC_PREFIX).ingestReports,
-          pseudonyms: deps.pseudonyms,
-          throughput: deps.throughput,
-          log,
-        },
+        ingestDepsOf(deps, log),
         {
           operator,
           venueId: body.venue_id,
