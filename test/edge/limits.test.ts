@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
-import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
+import { newOperator, newVenue } from '../support/tenants.js';
 import { request } from '../support/http.js';
 import { decodeEventMessage, encodeEventMessages, type DecodedEvent } from '../../lib/events.js';
 import { STREAM_SOURCES, type StreamSource } from '../../apps/edge/sources.js';

@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import type { AppError } from '../../lib/errors.js';
+import type { Subscriber } from './subscriptions.js';
+
+/** Why an admitted upgrade is closed right after it opens: a browser can read this, not a refused status. */
+export interface Refusal {
+  close: number;
+  errorCode: string;
+  message: string;
+}
+
+/** One /ws connection: uWS's user data, from admission to close. */
+export interface Conn extends Subscriber {
+  /** Past the address's wrong-key budget: answered 429 instead of upgrading. */
+  limited: AppError | null;
+  /** Also the connection's lease id. */
+  id: string;
+  /** SHA-256 of the key, hex: re-checked so a rotated key's connections close. Never the key itself. */
+  keyHash: string;
+  refusal: Refusal | null;
+  leased: boolean;
+  /** Client messages waiting for their replies. */
+  pending: number;
+  /** The connection's messages in order; `IDLE` when none is waiting. */
+  queue: Promise<void>;
+}
+
+/** The queue of a connection with no message waiting: one settled promise shared by all of them. */
+export const IDLE: Promise<void> = Promise.resolve();
+
+export const newConn = (): Conn => ({
+  limited: null,
+  id: randomUUID(),
+  operatorId: '',
+  keyHash: '',
+  refusal: null,
+  leased: false,
+  open: false,
+  ws: null,
+  subs: null,
+  pending: 0,
+  queue: IDLE,
+});
+
+/** A Postgres answer slower than this counts as Postgres being away for a client (key and venue checks). */
+export const CHECK_TIMEOUT_MS = 5000;
