@@ -1,7 +1,7 @@
 /**
  * The service processes, the Node flags each starts with and their CPU priority, for every
  * launcher: `npm run up` (scripts/up.mjs), the benchmarks (benchmarks/lib/harness.ts) and
- * docker-compose.yml, which test/foundation/deploy.test.ts holds equal to these.
+ * docker-compose.yml, which test/unit/foundation/deploy.test.ts holds equal to these.
  */
 export const PROCESS_ENTRIES = {
   api: 'dist/apps/api/main.js',

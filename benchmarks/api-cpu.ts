@@ -6,7 +6,7 @@
  * shows here first. See benchmarks/README.md#benchapi-cpu.
  */
 import { checkEvents, toCanonical } from '../domain/ingest/ingest.js';
-import { encodeEventMessages } from '../lib/events.js';
+import { encodeEventMessages } from '../lib/events/wire.js';
 import { cpuArgs, limits, operatorId, pseudonyms, report, timeStages, venues, writeCpuResult } from './lib/cpu.js';
 import { ingestBody, type BenchVenue } from './lib/requests.js';
 

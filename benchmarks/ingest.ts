@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { createCh, chRows, chsql } from '../clickhouse/client.js';
 import { progressCursor, serverNow } from '../clickhouse/queries/derive.js';
 import { repoPath } from '../lib/paths.js';
-import { derivedTopicNames, topicNames } from '../lib/events.js';
+import { derivedTopicNames, topicNames } from '../lib/topology.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { ingestBody, randomMac, type BenchVenue } from './lib/requests.js';

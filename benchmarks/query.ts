@@ -14,7 +14,7 @@ import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 import { telemetryDocument, telemetrySeriesSql, type Aggregation, type EpochSeriesQuery, type SeriesRow } from '../clickhouse/queries/telemetry.js';
 import { planBuckets } from '../domain/telemetry/buckets.js';
 import { PLAN_LIMITS, type Plan } from '../domain/tenants/plans.js';
-import { topicNames } from '../lib/events.js';
+import { topicNames } from '../lib/topology.js';
 import { createLogger } from '../lib/logger.js';
 import { compactClosedPartitions } from '../pipeline/compaction.js';
 import { createHousekeepingCh } from '../pipeline/housekeeping.js';

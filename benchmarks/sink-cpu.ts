@@ -6,7 +6,7 @@
  */
 import { eventTsvChunks } from '../clickhouse/queries/events.js';
 import { checkEvents, toCanonical } from '../domain/ingest/ingest.js';
-import { encodeEventMessages } from '../lib/events.js';
+import { encodeEventMessages } from '../lib/events/wire.js';
 import { eventsTarget } from '../pipeline/sink/events-sink.js';
 import type { Queryable } from '../postgres/client.js';
 import { cpuArgs, limits, operatorId, pseudonyms, report, timeStages, venues, writeCpuResult } from './lib/cpu.js';

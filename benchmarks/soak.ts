@@ -10,7 +10,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { derivedTopicNames, topicNames } from '../lib/events.js';
+import { derivedTopicNames, topicNames } from '../lib/topology.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';

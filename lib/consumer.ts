@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import { subscribeWhenKnown, topicEndOffsets } from './kafka.js';
+import { consumerOptions, subscribeWhenKnown, topicEndOffsets } from './kafka.js';
 import type { Logger } from './logger.js';
 
 export interface ConsumerSpec {
@@ -22,16 +22,7 @@ export interface RunningConsumer {
 
 /** Starts one consumer-group member with manual offset control. */
 export async function runConsumer(kafka: Kafka, log: Logger, spec: ConsumerSpec): Promise<RunningConsumer> {
-  const consumer = kafka.consumer({
-    groupId: spec.groupId,
-    // A member killed with -9 holds its partitions until its session lapses; the sink heartbeats
-    // every second even while a write is retried, so 10 s costs nothing and shortens that stall.
-    sessionTimeout: 10_000,
-    heartbeatInterval: 1_000,
-    maxBytesPerPartition: 4 * 1024 * 1024,
-    maxWaitTimeInMs: 250,
-    retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
-  });
+  const consumer = kafka.consumer(consumerOptions('bulk', { groupId: spec.groupId }));
   const clog = log.child({ group: spec.groupId, topic: spec.topic });
   consumer.on(consumer.events.GROUP_JOIN, (e) => clog.info({ assignment: e.payload.memberAssignment }, 'joined group'));
   consumer.on(consumer.events.CRASH, (e) => clog.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed'));

@@ -5,9 +5,9 @@ import {
   logLevel,
   type Admin,
   type Consumer,
+  type ConsumerConfig,
   type ConsumerSubscribeTopics,
   type ICustomPartitioner,
-  type ITopicConfig,
   type Producer,
   type TopicMessages,
   type LogEntry,
@@ -16,7 +16,6 @@ import {
 import { createRequire } from 'node:module';
 import type { Config } from './config.js';
 import type { Logger } from './logger.js';
-import { alarmTopicName, derivedTopicNames, topicNames, type Topics } from './events.js';
 
 const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.ERROR]: 'error',
@@ -93,38 +92,6 @@ export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIEN
   });
 }
 
-export function topicsFor(cfg: Config): Topics {
-  return topicNames(cfg.KAFKA_TOPIC_PREFIX);
-}
-
-/**
- * Creates those of `topics` that are missing (replication factor and min.insync.replicas are the
- * brokers' defaults) and waits until every partition of the new ones has a leader. kafkajs's own
- * `waitForLeaders` gives up when the broker it asks has not applied the new topic yet, which on a
- * multi-broker cluster happens (each broker applies the controller's records a moment apart), so an
- * unknown topic is waited for here too. A topic another process created meanwhile is fine.
- */
-export async function createMissingTopics(admin: Admin, topics: ITopicConfig[], timeoutMs = 30_000): Promise<void> {
-  const existing = new Set(await admin.listTopics());
-  const wanted = topics.filter((t) => !existing.has(t.topic));
-  if (wanted.length === 0) return;
-  await admin.createTopics({ topics: wanted, waitForLeaders: false });
-  const names = wanted.map((t) => t.topic);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const led = await admin
-      .fetchTopicMetadata({ topics: names })
-      .then(({ topics: found }) => found.length === names.length && found.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
-      .catch((err: { retriable?: boolean }) => {
-        if (err.retriable) return false;
-        throw err;
-      });
-    if (led) return;
-    if (Date.now() > deadline) throw new Error(`topics ${names.join(', ')} have no leader for every partition after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /**
  * `consumer.subscribe`, retried while the broker asked does not know a topic yet: on a cluster a
  * new topic reaches each broker's metadata a moment apart (seconds on a loaded machine), and
@@ -160,25 +127,35 @@ export async function topicEndOffsets(admin: Admin, topic: string, timeoutMs = 3
 }
 
 /**
- * Creates the contract's topics when missing; safe to call from every process at start-up. With the
- * configured topics (no `topics` given) the derived streams and the alarms topic are created too (partitioned like the
- * events topic), so ingest can publish its reports before the pipeline ever ran.
+ * The settings of each kind of consumer, so every reader of a kind behaves alike:
+ * - `member`: a long-lived group member that commits its offsets itself and reads only committed
+ *   messages (the processors write in transactions). A member killed with -9 holds its partitions
+ *   until its session lapses; with a heartbeat every second (the sink's goes on while a write is
+ *   retried) 10 s costs nothing and shortens that stall.
+ * - `bulk`: a `member` fetching up to 4 MB per partition and fetch: at kafkajs's 1 MB default a
+ *   batch's fixed costs (a processor's transaction, a sink's insert), not the processing, bound the rate.
+ * - `restore`: a throwaway reader of a changelog, gone once it has read to the end.
  */
-export async function ensureTopics(kafka: Kafka, cfg: Config, topics?: Topics): Promise<void> {
-  const derived = topics ? [] : [...Object.values(derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX)), alarmTopicName(cfg.KAFKA_TOPIC_PREFIX)];
-  topics ??= topicsFor(cfg);
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await createMissingTopics(admin, [
-      { topic: topics.events, numPartitions: cfg.KAFKA_PARTITIONS },
-      { topic: topics.deadLetter, numPartitions: 1 },
-      ...derived.map((topic) => ({ topic, numPartitions: cfg.KAFKA_PARTITIONS })),
-    ]);
-  } finally {
-    await admin.disconnect();
-  }
+const MEMBER = {
+  sessionTimeout: 10_000,
+  heartbeatInterval: 1_000,
+  maxWaitTimeInMs: 250,
+  readUncommitted: false,
+  retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
+};
+const CONSUMER_KINDS = {
+  member: MEMBER,
+  bulk: { ...MEMBER, maxBytesPerPartition: 4 * 1024 * 1024 },
+  restore: { sessionTimeout: 10_000, maxWaitTimeInMs: 100, readUncommitted: false },
+} satisfies Record<string, Omit<ConsumerConfig, 'groupId'>>;
+export type ConsumerKind = keyof typeof CONSUMER_KINDS;
+
+/** kafkajs consumer options of a kind; `overrides` left undefined keep the kind's value. */
+export function consumerOptions(kind: ConsumerKind, overrides: Partial<ConsumerConfig> & { groupId: string }): ConsumerConfig {
+  const given = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
+  return { ...CONSUMER_KINDS[kind], ...given, groupId: overrides.groupId };
 }
+
 
 /**
  * kafkajs's Java-compatible murmur2 partitioner (its default, named to silence its warning), with
@@ -338,7 +315,7 @@ export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOption
   };
 
   const retire = (failed: Producer, err: Error) => {
-    log.warn({ err: err.message }, 'kafka publish failed; replacing the producer');
+    log.warn({ err }, 'kafka publish failed; replacing the producer');
     all.delete(failed);
     void failed.disconnect().catch(() => undefined);
     if (closed) return;

@@ -59,17 +59,34 @@ export function maskApiKeys(text: string): string {
 
 const maskString = (value: unknown): unknown => (typeof value === 'string' ? maskApiKeys(value) : value);
 
+/**
+ * The one form errors are logged in: `log.warn({ err }, '…')`. Kept: message, stack, `type` (the
+ * class), every own field (`name`, `code`, kafkajs's `retriable`, `type`, `broker`, …) and
+ * error-valued fields (`cause`, `originalError`) as errors of their own; messages and stacks
+ * masked (they may quote a key). A string is masked too; anything else is logged as it is.
+ */
+export function serializeError(err: unknown): unknown {
+  return masked(pino.stdSerializers.errWithCause(err as Error) as unknown);
+}
+
+function masked(node: unknown): unknown {
+  if (typeof node === 'string') return maskApiKeys(node);
+  if (Array.isArray(node)) return node.map(masked);
+  if (!isSerializedError(node)) return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node as object)) out[k] = k === 'message' || k === 'stack' ? maskString(v) : masked(v);
+  return out;
+}
+
+/** What errWithCause made of a nested error (it carries the `raw` error, not enumerable). */
+const isSerializedError = (v: unknown): boolean => typeof v === 'object' && v !== null && 'raw' in v && 'stack' in v;
+
 /** Every logged URL part goes through maskApiKeys, as does an error's message and stack (which may quote one). */
 const serializers = {
   path: maskString,
   url: maskString,
   query: maskString,
-  err: (err: unknown): unknown => {
-    const out = pino.stdSerializers.err(err as Error) as unknown;
-    if (typeof out !== 'object' || out === null) return out;
-    const o = out as { message?: unknown; stack?: unknown };
-    return { ...o, message: maskString(o.message), stack: maskString(o.stack) };
-  },
+  err: serializeError,
 };
 
 /** `destination` defaults to stdout; tests pass their own stream to inspect what gets logged. */

@@ -30,7 +30,7 @@ export async function serveMetrics(registry: Registry, host: string, port: numbe
     registry.metrics().then(
       (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
       (err: Error) => {
-        log.error({ err: err.message }, 'metrics collection failed');
+        log.error({ err }, 'metrics collection failed');
         res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"metrics collection failed","code":"INTERNAL_ERROR"}');
       },
     );
@@ -53,7 +53,7 @@ export async function startMetrics(registry: Registry, host: string, port: numbe
   try {
     return await serveMetrics(registry, host, port, log);
   } catch (err) {
-    log.error({ err: (err as Error).message, host, port }, 'cannot serve metrics on this port; running without them');
+    log.error({ err, host, port }, 'cannot serve metrics on this port; running without them');
     return undefined;
   }
 }

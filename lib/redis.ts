@@ -1,24 +1,13 @@
 import { Redis } from 'ioredis';
 import type { Config } from './config.js';
+import { withTimeout } from './timers.js';
 
 /** A Redis answer slower than this counts as Redis being away, so a hung Redis never hangs a request. */
 export const REDIS_ANSWER_MS = 500;
 
 /** The command's answer, or undefined when it fails or takes longer than `ms`. */
 export async function redisAnswer<T>(command: Promise<T>, ms = REDIS_ANSWER_MS): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      command,
-      new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => resolve(undefined), ms);
-      }),
-    ]);
-  } catch {
-    return undefined;
-  } finally {
-    clearTimeout(timer);
-  }
+  return withTimeout(command, ms).catch(() => undefined);
 }
 
 /** Fails fast while Redis is away (no offline queue) so callers can fall back instead of hanging. */

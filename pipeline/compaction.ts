@@ -50,7 +50,7 @@ export async function compactClosedPartitions(
         log.info({ table, partitionId }, 'compaction: stopped while merging; the partition is merged on a later run');
         break;
       }
-      log.warn({ table, partitionId, err: (err as Error).message }, 'compaction: partition not merged; retried next run');
+      log.warn({ table, partitionId, err }, 'compaction: partition not merged; retried next run');
     }
   }
   if (done.length > 0) log.info({ compacted: done, left: closed.length - done.length }, 'compaction: merged closed partitions');

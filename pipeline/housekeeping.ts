@@ -1,6 +1,7 @@
 import { createCh, type Ch } from '../clickhouse/client.js';
 import type { Config } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
+import { every } from '../lib/timers.js';
 import { compactClosedPartitions } from './compaction.js';
 import { dropExpiredPartitions } from './retention.js';
 
@@ -30,34 +31,26 @@ export function scheduleHousekeeping(
   const rlog = log.child({ component: 'retention' });
   const clog = log.child({ component: 'compaction' });
   const stopping = new AbortController();
-  let running: Promise<unknown> = Promise.resolve();
-  let busy = false;
-  const run = () => {
-    // A run of many merges can outlast the interval: the next waits for the one after it.
-    if (busy) return;
-    busy = true;
-    running = (async () => {
-      const dropped = await dropExpiredPartitions(ch, rlog).catch((err: Error) => {
-        rlog.error({ err: err.message }, 'retention run failed; retried next hour');
-        return [];
-      });
-      for (const d of dropped) onPartition('dropped', d.table);
-      if (stopping.signal.aborted) return;
-      const compacted = await compactClosedPartitions(ch, clog, { signal: stopping.signal }).catch((err: Error) => {
-        clog.error({ err: err.message }, 'compaction run failed; retried next hour');
-        return [];
-      });
-      for (const c of compacted) onPartition('compacted', c.table);
-    })().finally(() => (busy = false));
+  const run = async () => {
+    const dropped = await dropExpiredPartitions(ch, rlog).catch((err: unknown) => {
+      rlog.error({ err }, 'retention run failed; retried next hour');
+      return [];
+    });
+    for (const d of dropped) onPartition('dropped', d.table);
+    if (stopping.signal.aborted) return;
+    const compacted = await compactClosedPartitions(ch, clog, { signal: stopping.signal }).catch((err: unknown) => {
+      clog.error({ err }, 'compaction run failed; retried next hour');
+      return [];
+    });
+    for (const c of compacted) onPartition('compacted', c.table);
   };
-  run();
-  const timer = setInterval(run, everyMs);
+  // A run of many merges can outlast the interval: the ticks it covers are skipped.
+  const job = every(everyMs, run, { immediate: true, fromStart: true, onError: (err) => log.error({ err }, 'housekeeping run failed; retried next hour') });
   return {
     async stop() {
-      clearInterval(timer);
       // A merge in hand is not waited for: it could outlast the shutdown budget.
       stopping.abort();
-      await running;
+      await job.stop();
     },
   };
 }

@@ -25,7 +25,7 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 export function createDb(cfg: Config, max = 10, log?: Logger): Db {
   const pool = new pg.Pool({ connectionString: cfg.DATABASE_URL, max, connectionTimeoutMillis: 3000, idleTimeoutMillis: 30000 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
-  pool.on('error', (err) => log?.warn({ err: err.message }, 'postgres: idle connection lost; the pool replaces it'));
+  pool.on('error', (err) => log?.warn({ err }, 'postgres: idle connection lost; the pool replaces it'));
   return pool;
 }
 

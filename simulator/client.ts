@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ConnectorType } from '../lib/events.js';
+import type { ConnectorType } from '../lib/events/vocabulary.js';
 import type { IngestEvent } from './traffic/index.js';
 
 /**
@@ -52,6 +52,13 @@ export interface ClientOptions {
   stopGraceMs?: number;
   /** Longest Retry-After worth waiting for (a monthly quota answers with days). */
   maxRetryAfterS?: number;
+  /** Time and waiting; tests pass one that moves on without waiting in real time. */
+  clock?: Clock;
+}
+
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
 }
 
 export interface ClientStats {
@@ -67,15 +74,17 @@ interface StopClock {
   uncertain?: boolean;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+export const realClock: Clock = { now: Date.now, sleep: (ms) => new Promise<void>((r) => setTimeout(r, ms)) };
 
 export class ApiClient {
   key: string | undefined;
   readonly stats: ClientStats = { requests: 0, rateLimited: 0, retried: 0, waitedMs: 0 };
   private pauseUntil = 0;
+  private readonly clock: Clock;
 
   constructor(private readonly opts: ClientOptions) {
     this.key = opts.key;
+    this.clock = opts.clock ?? realClock;
   }
 
   get url(): string {
@@ -107,9 +116,9 @@ export class ApiClient {
     let backoff = 500;
     const stop: StopClock = {};
     for (let attempt = 1; ; attempt++) {
-      if (Date.now() >= this.stopDeadline(stop)) throw new StoppedError();
-      await this.wait(this.pauseUntil - Date.now(), stop);
-      if (Date.now() >= this.stopDeadline(stop)) throw new StoppedError();
+      if (this.clock.now() >= this.stopDeadline(stop)) throw new StoppedError();
+      await this.wait(this.pauseUntil - this.clock.now(), stop);
+      if (this.clock.now() >= this.stopDeadline(stop)) throw new StoppedError();
       let res: Response;
       try {
         this.stats.requests++;
@@ -126,7 +135,7 @@ export class ApiClient {
       } catch (err) {
         stop.uncertain = true;
         this.stats.retried++;
-        this.opts.log.warn({ what, attempt, err: describe(err), retryInMs: backoff }, 'request failed; retrying');
+        this.opts.log.warn({ what, attempt, err, retryInMs: backoff }, 'request failed; retrying');
         await this.wait(backoff, stop);
         backoff = Math.min(30_000, backoff * 2);
         continue;
@@ -135,7 +144,7 @@ export class ApiClient {
       const parsed = parse(text);
       const remaining = res.headers.get('ratelimit-remaining');
       const reset = Number(res.headers.get('ratelimit-reset'));
-      if (remaining === '0' && reset > 0) this.pauseUntil = Date.now() + reset * 1000 + 100;
+      if (remaining === '0' && reset > 0) this.pauseUntil = this.clock.now() + reset * 1000 + 100;
       const retryAfter = Number(res.headers.get('retry-after'));
       if (res.status === 429) {
         const code = (parsed as { code?: string } | undefined)?.code;
@@ -143,7 +152,7 @@ export class ApiClient {
         if (code === 'QUOTA_EXCEEDED' || seconds > (this.opts.maxRetryAfterS ?? 120)) throw new ApiError(429, parsed, what);
         this.stats.rateLimited++;
         this.opts.log.info({ what, retryAfter: seconds }, 'rate limited; waiting Retry-After before resending');
-        this.pauseUntil = Date.now() + seconds * 1000;
+        this.pauseUntil = this.clock.now() + seconds * 1000;
         continue;
       }
       const inFlight = res.status === 409 && Number.isFinite(retryAfter) && retryAfter > 0;
@@ -168,17 +177,17 @@ export class ApiClient {
    * batch that may have been stored is completed, not left to be sent again.
    */
   private stopDeadline(stop: StopClock): number {
-    if (stop.deadline === undefined && this.opts.stopping?.()) stop.deadline = Date.now() + (stop.uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
+    if (stop.deadline === undefined && this.opts.stopping?.()) stop.deadline = this.clock.now() + (stop.uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
     return stop.deadline ?? Infinity;
   }
 
   /** Waits in short steps, so a stop request cuts a long Retry-After down to the grace period. */
   private async wait(ms: number, stop: StopClock): Promise<void> {
-    const until = Date.now() + ms;
-    while (Date.now() < Math.min(until, this.stopDeadline(stop))) {
-      const step = Math.min(250, until - Date.now());
+    const until = this.clock.now() + ms;
+    while (this.clock.now() < Math.min(until, this.stopDeadline(stop))) {
+      const step = Math.min(250, until - this.clock.now());
       this.stats.waitedMs += step;
-      await sleep(step);
+      await this.clock.sleep(step);
     }
   }
 }
@@ -190,9 +199,4 @@ function parse(text: string): unknown {
   } catch {
     return text.slice(0, 200);
   }
-}
-
-function describe(err: unknown): string {
-  const e = err as { message?: string; cause?: { code?: string; message?: string } };
-  return [e.message, e.cause?.code ?? e.cause?.message].filter(Boolean).join(': ');
 }

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import type { ConnectorType } from '../lib/events.js';
+import type { ConnectorType } from '../lib/events/vocabulary.js';
 import { ApiError, type ApiClient } from './client.js';
 import { integrationConfig, VENUE_TEMPLATES, type SimVenue, type VenueTemplate } from './venues.js';
 

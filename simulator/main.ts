@@ -206,6 +206,6 @@ try {
   log.info(`open ${url}/ to see the fleet (sign in with the key in ${statePath})`);
   process.exit(0);
 } catch (err) {
-  log.error(err instanceof Error ? err.message : String(err));
+  log.error({ err }, 'the simulator stopped on an error');
   process.exit(1);
 }

@@ -1,4 +1,4 @@
-import type { ConnectorType } from '../lib/events.js';
+import type { ConnectorType } from '../lib/events/vocabulary.js';
 import { arrivalMinutes, CURVES, intensity, type CurveSpec } from './curve.js';
 import { Random } from './random.js';
 import { addDays, HOUR, localDate, MINUTE, weekdayOf, zonedTime, type LocalDate } from './time.js';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ConnectorType } from '../lib/events.js';
+import type { ConnectorType } from '../lib/events/vocabulary.js';
 import { StoppedError, type ApiClient, type IngestAnswer } from './client.js';
 import type { TrafficState } from './model.js';
 import { HOUR } from './time.js';

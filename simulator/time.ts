@@ -1,55 +1,12 @@
 /** Local-time arithmetic for IANA time zones with Intl only (DST-correct, no dependency). */
 
+import { localParts } from '../lib/time-zones.js';
+
+export { localParts, type LocalParts } from '../lib/time-zones.js';
+
 export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;
 export const DAY = 24 * HOUR;
-
-export interface LocalParts {
-  year: number;
-  month: number;
-  day: number;
-  hour: number;
-  minute: number;
-  second: number;
-  /** 0 = Sunday … 6 = Saturday. */
-  weekday: number;
-}
-
-const formats = new Map<string, Intl.DateTimeFormat>();
-const WEEKDAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
-
-function format(timeZone: string): Intl.DateTimeFormat {
-  let f = formats.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-      weekday: 'short',
-    });
-    formats.set(timeZone, f);
-  }
-  return f;
-}
-
-export function localParts(ts: number, timeZone: string): LocalParts {
-  const out: Record<string, string> = {};
-  for (const p of format(timeZone).formatToParts(ts)) out[p.type] = p.value;
-  return {
-    year: Number(out.year),
-    month: Number(out.month),
-    day: Number(out.day),
-    hour: Number(out.hour),
-    minute: Number(out.minute),
-    second: Number(out.second),
-    weekday: WEEKDAYS.indexOf(out.weekday ?? ''),
-  };
-}
 
 /** The zone's offset from UTC at an instant, in ms (local = utc + offset). */
 function offsetAt(ts: number, timeZone: string): number {

@@ -7,7 +7,7 @@ import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';
 import { keyringFromConfig, type Keyring } from '../../lib/secret-box.js';
 import type { Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
-import { derivedTopicNames } from '../../lib/events.js';
+import { derivedTopicNames } from '../../lib/topology.js';
 import type { IngestDeps } from '../../domain/ingest/ingest.js';
 import { createApiMetrics, gateMetrics, timedPublisher, type ApiMetrics } from './metrics.js';
 

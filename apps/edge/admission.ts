@@ -12,7 +12,7 @@ import { RateLimiter, rateLimited } from '../../domain/limits/rate-limit.js';
 import { CLOSE, closeReason } from './protocol.js';
 import { CHECK_TIMEOUT_MS, newConn, type Conn } from './connection.js';
 import type { EdgeCounters, EdgeSocket } from './subscriptions.js';
-import { within } from './within.js';
+import { withTimeout } from '../../lib/timers.js';
 
 /** Operators whose id and key hash strings are remembered, so their connections share one copy of each. */
 const IDENTITY_CACHE = 8192;
@@ -120,7 +120,7 @@ export class Admission {
       const decision = await this.failures.hit(client, 'unauthenticated');
       if (!decision.allowed) conn.limited = rateLimited(decision, 'unauthenticated');
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'could not count a refused upgrade');
+      this.log.warn({ err }, 'could not count a refused upgrade');
     }
     return conn;
   }
@@ -133,7 +133,7 @@ export class Admission {
       return conn;
     }
     try {
-      const operator = await within(CHECK_TIMEOUT_MS, authenticate(this.db, token));
+      const operator = await withTimeout(authenticate(this.db, token), CHECK_TIMEOUT_MS);
       const known = this.identity(operator.id, hashApiKey(token).toString('hex'));
       conn.operatorId = known.operatorId;
       conn.keyHash = known.keyHash;
@@ -141,7 +141,7 @@ export class Admission {
       if (err instanceof AppError && err.code === 'UNAUTHORIZED') {
         conn.refusal = { close: CLOSE.UNAUTHORIZED, errorCode: 'UNAUTHORIZED', message: err.message };
       } else {
-        this.log.warn({ err: (err as Error).message }, 'could not check an API key; refusing the connection');
+        this.log.warn({ err }, 'could not check an API key; refusing the connection');
         conn.refusal = { close: CLOSE.SERVICE_UNAVAILABLE, errorCode: 'SERVICE_UNAVAILABLE', message: 'cannot check the API key right now; retry in a few seconds' };
       }
       return conn;
@@ -188,9 +188,9 @@ export class Admission {
     const hashes = [...new Set([...conns].map((c) => c.keyHash))];
     let live: Set<string>;
     try {
-      live = await within(CHECK_TIMEOUT_MS, stillLiveKeys(this.db, hashes.map((h) => Buffer.from(h, 'hex'))));
+      live = await withTimeout(stillLiveKeys(this.db, hashes.map((h) => Buffer.from(h, 'hex'))), CHECK_TIMEOUT_MS);
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'could not re-check the keys of live connections; keeping them until the next check');
+      this.log.warn({ err }, 'could not re-check the keys of live connections; keeping them until the next check');
       return;
     }
     for (const conn of [...conns]) {

@@ -6,7 +6,7 @@ import { ownedVenue } from '../../domain/venues/access.js';
 import { parseMessage, type Command, type CommandError, type CommandErrorCode } from './protocol.js';
 import { CHECK_TIMEOUT_MS, IDLE, type Conn } from './connection.js';
 import type { Subscriptions } from './subscriptions.js';
-import { within } from './within.js';
+import { withTimeout } from '../../lib/timers.js';
 
 /** Client messages waiting for their replies on one connection; more are refused, not queued. */
 const MAX_PENDING_MESSAGES = 32;
@@ -75,12 +75,12 @@ export class Commands {
       return this.replyError(conn, cmd.cmdId, 'SUBSCRIPTION_LIMIT', `at most ${max} subscriptions per connection; unsubscribe one first`);
     }
     try {
-      await within(CHECK_TIMEOUT_MS, ownedVenue(this.db, conn.operatorId, cmd.venueId));
+      await withTimeout(ownedVenue(this.db, conn.operatorId, cmd.venueId), CHECK_TIMEOUT_MS);
     } catch (err) {
       if (err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN')) {
         return this.replyError(conn, cmd.cmdId, err.code, err.code === 'NOT_FOUND' ? 'venue not found (absent or deleted)' : err.message);
       }
-      this.log.warn({ err: (err as Error).message }, 'could not check a venue for a subscription');
+      this.log.warn({ err }, 'could not check a venue for a subscription');
       return this.replyError(conn, cmd.cmdId, 'SERVICE_UNAVAILABLE', 'could not check the venue right now; retry in a few seconds');
     }
     if (!conn.open) return;

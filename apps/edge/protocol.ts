@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TELEMETRY_KEYS, type TelemetryKey } from '../../lib/events.js';
+import { TELEMETRY_KEYS, type TelemetryKey } from '../../lib/events/vocabulary.js';
 
 /**
  * The /ws wire protocol (docs/websocket.md): close codes, command parsing and message shapes.

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
+import { every } from '../../lib/timers.js';
 import { STREAM_SOURCES, type AnyStreamSource } from './sources.js';
 import { CLOSE, closeReason } from './protocol.js';
 import type { Conn } from './connection.js';
@@ -43,30 +44,6 @@ export interface RunningEdge {
   shutdownSteps(): ShutdownStep[];
   /** Runs the shutdown steps. */
   close(): Promise<void>;
-}
-
-/** Runs `work` every `ms` after the previous run ended, until `stop`. */
-function repeating(log: Logger): { every(ms: number, work: () => Promise<void>): void; stop(): void } {
-  let stopped = false;
-  const timers = new Set<NodeJS.Timeout>();
-  const every = (ms: number, work: () => Promise<void>) => {
-    const t = setTimeout(() => {
-      timers.delete(t);
-      void work()
-        .catch((err: Error) => log.error({ err }, 'edge timer failed'))
-        .finally(() => {
-          if (!stopped) every(ms, work);
-        });
-    }, ms);
-    timers.add(t);
-  };
-  return {
-    every,
-    stop: () => {
-      stopped = true;
-      for (const t of timers) clearTimeout(t);
-    },
-  };
 }
 
 /** Starts one edge instance: tails the stream sources, serves /ws and /health. */
@@ -145,9 +122,11 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
     });
   });
 
-  const timers = repeating(log);
-  timers.every(Math.max(500, Math.floor(cfg.WS_LEASE_TTL_MS / 3)), () => admission.leases.refresh());
-  timers.every(cfg.WS_KEY_RECHECK_MS, () => admission.closeRotated(registry.conns));
+  const onError = (err: unknown) => log.error({ err }, 'edge timer failed');
+  const timers = [
+    every(Math.max(500, Math.floor(cfg.WS_LEASE_TTL_MS / 3)), () => admission.leases.refresh(), { onError }),
+    every(cfg.WS_KEY_RECHECK_MS, () => admission.closeRotated(registry.conns), { onError }),
+  ];
 
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
     app.listen(cfg.EDGE_HOST, cfg.EDGE_PORT, (socket) => (socket ? resolve(socket) : reject(new Error(`edge could not listen on ${cfg.EDGE_HOST}:${cfg.EDGE_PORT}`))));
@@ -162,7 +141,7 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
     [
       'close sockets',
       async () => {
-        timers.stop();
+        await Promise.all(timers.map((t) => t.stop()));
         for (const conn of [...registry.conns]) conn.ws?.end(CLOSE.GOING_AWAY, closeReason('SERVICE_UNAVAILABLE', 'server shutting down; reconnect now'));
         await admission.released();
       },

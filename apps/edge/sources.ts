@@ -1,4 +1,7 @@
-import { alarmTopicName, decodeAlarmEvent, decodeEventMessage, decodeOccupancyUpdate, derivedTopicNames, topicNames, type AlarmEvent, type DecodedEvent, type OccupancyUpdate } from '../../lib/events.js';
+import { alarmTopicName, derivedTopicNames, topicNames } from '../../lib/topology.js';
+import { decodeAlarmEvent, type AlarmEvent } from '../../lib/events/alarms.js';
+import { decodeEventMessage, type DecodedEvent } from '../../lib/events/wire.js';
+import { decodeOccupancyUpdate, type OccupancyUpdate } from '../../lib/events/derived.js';
 
 /** What the edge pushes for one message of a stream source, before the per-subscription key filter. */
 export interface StreamItem {
@@ -17,7 +20,7 @@ export interface StreamItem {
 
 /**
  * A Kafka topic the edge tails and pushes to subscribers. Messages are decoded only through the
- * event contract module (lib/events.ts); `toItems` maps the decoded message to its pushes (an
+ * event contract modules (lib/events/); `toItems` maps the decoded message to its pushes (an
  * events message holds a run of a request's events; none for a message that is not pushed).
  */
 export interface StreamSource<T> {

@@ -1,6 +1,6 @@
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
-import type { TelemetryKey } from '../../lib/events.js';
+import type { TelemetryKey } from '../../lib/events/vocabulary.js';
 import type { StreamItem } from './sources.js';
 import { CLOSE, closeReason, pickMetrics } from './protocol.js';
 

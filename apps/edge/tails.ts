@@ -1,11 +1,11 @@
 import type { Kafka } from 'kafkajs';
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
-import { ensureTopics } from '../../lib/kafka.js';
+import { ensureTopology } from '../../lib/topology.js';
 import { runLiveTail, type RunningConsumer } from '../../lib/consumer.js';
 import type { AnyStreamSource, StreamItem } from './sources.js';
 import { newOutbox, type Subscriber, type Subscriptions } from './subscriptions.js';
-import { within } from './within.js';
+import { withTimeout } from '../../lib/timers.js';
 
 /** Queued pushes after which a batch is flushed to the sockets before reading on. */
 const FLUSH_EVERY = 5000;
@@ -45,7 +45,7 @@ export async function startTails<C extends Subscriber>(
 ): Promise<RunningTails> {
   const { registry, instanceId } = opts;
   // The configured topics, derived streams included: the edge may start before the pipeline.
-  await ensureTopics(kafka, cfg);
+  await ensureTopology(kafka, cfg);
   const tails: Tail[] = opts.sources.map((source) => ({ source, topic: source.topic(cfg.KAFKA_TOPIC_PREFIX), tailed: 0, undecodable: 0, lastMessageAt: null, connected: false, ready: false }));
   const consumers: RunningConsumer[] = [];
   let markReady: () => void = () => undefined;
@@ -80,7 +80,7 @@ export async function startTails<C extends Subscriber>(
                 items = tail.source.toItems(tail.source.decode(message.value));
               } catch (err) {
                 tail.undecodable++;
-                slog.warn({ partition: batch.partition, offset: message.offset, err: (err as Error).message }, 'message does not decode; not pushed');
+                slog.warn({ partition: batch.partition, offset: message.offset, err }, 'message does not decode; not pushed');
               }
               for (const item of items) registry.fanOut(item, outbox);
             }
@@ -95,7 +95,7 @@ export async function startTails<C extends Subscriber>(
       }),
     );
   }
-  await within(READY_TIMEOUT_MS, allReady).catch(() => log.warn('stream sources not positioned yet; listening anyway'));
+  await withTimeout(allReady, READY_TIMEOUT_MS).catch(() => log.warn('stream sources not positioned yet; listening anyway'));
 
   return {
     health: () => ({

@@ -2,7 +2,7 @@ import { configOrExit } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import { closeServices, createServices } from '../shared/services.js';
 import { onShutdown } from '../../lib/shutdown.js';
-import { derivedTopicNames } from '../../lib/events.js';
+import { derivedTopicNames } from '../../lib/topology.js';
 import { createHousekeepingCh, scheduleHousekeeping } from '../../pipeline/housekeeping.js';
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
@@ -62,7 +62,6 @@ const alarmRules = await runAlarmRules({
   log,
   publisher: services.publisher,
   prefix: cfg.KAFKA_TOPIC_PREFIX,
-  partitions: cfg.KAFKA_PARTITIONS,
 });
 const derive = startDeriveJob({ ch: services.ch, db: services.db, log, intervalMs: cfg.DERIVE_INTERVAL_MS });
 metrics.observeDerive(derive.stats);

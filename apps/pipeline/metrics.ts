@@ -89,7 +89,7 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
       try {
         for (const [labels, lag] of await consumerLag(admin, prefix)) this.set(labels, lag);
       } catch (err) {
-        log.warn({ err: (err as Error).message }, 'consumer lag not collected this scrape (Kafka unavailable)');
+        log.warn({ err }, 'consumer lag not collected this scrape (Kafka unavailable)');
       }
     },
   });

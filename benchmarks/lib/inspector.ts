@@ -5,6 +5,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import WebSocket from 'ws';
+import { withTimeout } from '../../lib/timers.js';
 
 async function session(port: number): Promise<{ call(method: string, params?: object): Promise<Record<string, unknown>>; ws: WebSocket; close(): void }> {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(5000) })).json()) as Array<{ webSocketDebuggerUrl: string }>;
@@ -35,11 +36,7 @@ type Memory = { rss: number; heapUsed: number; heapTotal: number; external: numb
 
 /** Runs a full GC in the process, then returns its `process.memoryUsage()`; rejects after 60 s. */
 export function gcAndMemory(port: number): Promise<Memory> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    gcAndMemoryNow(port),
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer from the inspector within 60 s')), 60_000).unref())),
-  ]).finally(() => clearTimeout(timer));
+  return withTimeout(gcAndMemoryNow(port), 60_000, 'the inspector');
 }
 
 async function gcAndMemoryNow(port: number): Promise<Memory> {

@@ -1,4 +1,4 @@
-import type { AlarmSeverity, AlarmStatus, AlarmView } from '../../lib/events.js';
+import type { AlarmSeverity, AlarmStatus, AlarmView } from '../../lib/events/alarms.js';
 import { conflict, forbidden, notFound } from '../../lib/errors.js';
 import { transaction, type Db } from '../../postgres/client.js';
 import { acknowledgeRow, alarmOwner, clearRow, listAlarmRows, type AlarmRow } from '../../postgres/queries/alarms.js';

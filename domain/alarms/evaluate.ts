@@ -1,4 +1,5 @@
-import type { AlarmSeverity, ConnectorHealthChange, OccupancyUpdate } from '../../lib/events.js';
+import type { AlarmSeverity } from '../../lib/events/alarms.js';
+import type { ConnectorHealthChange, OccupancyUpdate } from '../../lib/events/derived.js';
 import { transaction, type Db, type Queryable } from '../../postgres/client.js';
 import {
   clearRow,

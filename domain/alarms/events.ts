@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/logger.js';
 import type { Publisher } from '../../lib/kafka.js';
-import { encodeAlarmEvent, type AlarmEvent, type AlarmEventKind, type AlarmSeverity, type AlarmStatus, type AlarmView } from '../../lib/events.js';
+import { encodeAlarmEvent, type AlarmEvent, type AlarmEventKind, type AlarmSeverity, type AlarmStatus, type AlarmView } from '../../lib/events/alarms.js';
 import { transaction, type Db, type Queryable } from '../../postgres/client.js';
 import { deleteOutbox, insertOutbox, lockOldOutbox, outboxRows, type AlarmRow, type OutboxRow } from '../../postgres/queries/alarms.js';
 
-/** Where alarm events go: the alarms topic (lib/events.ts), through a publisher that waits for acks. */
+/** Where alarm events go: the alarms topic (lib/topology.ts), through a publisher that waits for acks. */
 export interface AlarmEventBus {
   publisher: Publisher;
   topic: string;
@@ -102,7 +102,7 @@ export async function relayAlarmEvents(db: Db, bus: AlarmEventBus, olderThanMs: 
 /** Publishes after a commit without holding up the caller; what fails stays in the outbox for the relay. */
 export function publishSoon(db: Db, bus: AlarmEventBus, ids: number[]): void {
   if (ids.length === 0) return;
-  publishAlarmEvents(db, bus, ids).catch((err: Error) =>
-    bus.log.warn({ err: err.message, events: ids.length }, 'alarm events not published yet; the outbox relay sends them later'),
+  publishAlarmEvents(db, bus, ids).catch((err: unknown) =>
+    bus.log.warn({ err, events: ids.length }, 'alarm events not published yet; the outbox relay sends them later'),
   );
 }

@@ -1,4 +1,5 @@
-import type { AlarmSeverity, ConnectorHealth } from '../../lib/events.js';
+import type { AlarmSeverity } from '../../lib/events/alarms.js';
+import type { ConnectorHealth } from '../../lib/events/derived.js';
 
 /**
  * The alarm rules as plain functions (docs/alarms.md): which severity an input calls for, given

@@ -1,4 +1,4 @@
-import type { ConnectorType } from '../../lib/events.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 
 /** How often each connector type normally sends something (vendor facts, docs/processors.md). */
 export const EXPECTED_INTERVAL_MS: Record<ConnectorType, number> = {

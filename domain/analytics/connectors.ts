@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { Ch } from '../../clickhouse/client.js';
 import { latestHealth } from '../../clickhouse/queries/derived.js';
-import { CONNECTOR_HEALTH, CONNECTOR_TYPES, type ConnectorHealth } from '../../lib/events.js';
+import { CONNECTOR_HEALTH, type ConnectorHealth } from '../../lib/events/derived.js';
+import { CONNECTOR_TYPES } from '../../lib/events/vocabulary.js';
 import type { Queryable } from '../../postgres/client.js';
 import { operatorActiveIntegrations } from '../../postgres/queries/integrations.js';
 import { EXPECTED_INTERVAL_MS, OFFLINE_AFTER } from './connector-intervals.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Ch } from '../../clickhouse/client.js';
 import { dwellInWindows, eventsInWindows, venueOccupancies, type VenueWindow } from '../../clickhouse/queries/portfolio.js';
-import { ALARM_SEVERITIES } from '../../lib/events.js';
+import { ALARM_SEVERITIES } from '../../lib/events/alarms.js';
 import type { Queryable } from '../../postgres/client.js';
 import { activeAlarmCounts, portfolioVenues, type PortfolioVenueRow } from '../../postgres/queries/dashboard.js';
 import { integrationStatuses } from '../analytics/connectors.js';

@@ -39,11 +39,11 @@ export async function oncePerKey<T>(db: Db, log: Logger, operatorId: string, key
   try {
     result = await fn();
   } catch (err) {
-    await releaseIdempotencyKey(db, operatorId, key).catch((e: Error) => log.warn({ err: e.message }, 'could not release an idempotency key; it is taken over once stale'));
+    await releaseIdempotencyKey(db, operatorId, key).catch((err: unknown) => log.warn({ err }, 'could not release an idempotency key; it is taken over once stale'));
     throw err;
   }
   await recordIdempotentAnswer(db, operatorId, key, result);
   // Keys are few per request; purging this operator's expired ones now and then keeps the table small.
-  if (Math.random() < 0.01) await purgeIdempotencyKeys(db, operatorId, IDEMPOTENCY_WINDOW_S).catch((e: Error) => log.warn({ err: e.message }, 'idempotency purge failed; retried later'));
+  if (Math.random() < 0.01) await purgeIdempotencyKeys(db, operatorId, IDEMPOTENCY_WINDOW_S).catch((err: unknown) => log.warn({ err }, 'idempotency purge failed; retried later'));
   return { result, replayed: false };
 }

@@ -4,7 +4,10 @@ import type { Message } from 'kafkajs';
 import type { Db } from '../../postgres/client.js';
 import { activeZones } from '../../postgres/queries/zones.js';
 import { liveIntegrationSummaries } from '../../postgres/queries/integrations.js';
-import { encodeEventMessages, encodeIngestReport, type CanonicalEvent, type ConnectorType, type EventType, type IngestReport, type SourceOutcome } from '../../lib/events.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
+import { encodeIngestReport, type IngestReport, type SourceOutcome } from '../../lib/events/derived.js';
+import type { ConnectorType, EventType } from '../../lib/events/vocabulary.js';
+import { encodeEventMessages } from '../../lib/events/wire.js';
 import type { Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { unavailable } from '../../lib/errors.js';
@@ -128,17 +131,17 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
       receivedAt: now.getTime(),
       idempotencyKey: batch.idempotencyKey,
     };
-    // The request's events in runs of about 32 KB (lib/events.ts), all to the venue's partition, in order, in one acknowledged send.
+    // The request's events in runs of about 32 KB (lib/events/wire.ts), all to the venue's partition, in order, in one acknowledged send.
     const messages: Message[] = encodeEventMessages(valid.map((v) => toCanonical(v, ctx))).map((m) => ({ key: venueId, ...m }));
     // The request's report for connector health travels in the same acknowledged send.
     const report = deps.reportsTopic ? [{ topic: deps.reportsTopic, messages: [reportMessage(reportOf(valid.length, errors.length))] }] : [];
     try {
       await deps.publisher.publish([{ topic: deps.topic, messages }, ...report]);
     } catch (err) {
-      deps.log.warn({ err: (err as Error).message, events: valid.length }, 'ingest batch not acknowledged by Kafka');
+      deps.log.warn({ err, events: valid.length }, 'ingest batch not acknowledged by Kafka');
       // The answer stays 503 even if the release fails: the client must resend either way.
       await releaseIngestEvents(deps.db, operator, reservation, now).catch((e: Error) =>
-        deps.log.error({ err: e.message, granted: reservation.granted }, 'could not release the ingest quota reservation'),
+        deps.log.error({ err: e, granted: reservation.granted }, 'could not release the ingest quota reservation'),
       );
       throw unavailable(
         `the event stream did not acknowledge the batch; nothing was accepted, resend the whole batch after ${RETRY_AFTER_S} s`,
@@ -216,7 +219,7 @@ export async function publishReport(deps: Pick<IngestDeps, 'publisher' | 'log'>,
   try {
     await deps.publisher.publish([{ topic, messages: [reportMessage(r)] }]);
   } catch (err) {
-    deps.log.warn({ err: (err as Error).message }, 'ingest report not published; connector health misses this request');
+    deps.log.warn({ err }, 'ingest report not published; connector health misses this request');
   }
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ConnectorType } from '../../lib/events.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import { displayText, storableText } from '../../lib/validate.js';
 
 /**

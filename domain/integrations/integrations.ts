@@ -15,7 +15,7 @@ import {
   type IntegrationRow,
 } from '../../postgres/queries/integrations.js';
 import type { DeletedRow } from '../../postgres/queries/venues.js';
-import type { ConnectorType } from '../../lib/events.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import { notFound, validation, type FieldProblem } from '../../lib/errors.js';
 import { parseInput } from '../../lib/validate.js';
 import { open, seal, type Envelope, type Keyring } from '../../lib/secret-box.js';

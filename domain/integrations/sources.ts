@@ -1,6 +1,7 @@
 import type { Queryable } from '../../postgres/client.js';
 import { sourceIntegrationRow } from '../../postgres/queries/integrations.js';
-import type { ConnectorType, SourceOutcome } from '../../lib/events.js';
+import type { SourceOutcome } from '../../lib/events/derived.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import { publishReport } from '../ingest/ingest.js';
 import type { Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';

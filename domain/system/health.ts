@@ -2,6 +2,7 @@ import type { Admin } from 'kafkajs';
 import type { Redis } from 'ioredis';
 import type { Ch } from '../../clickhouse/client.js';
 import type { Logger } from '../../lib/logger.js';
+import { withTimeout } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
 import { pingDb, platformCounts } from '../../postgres/queries/system.js';
 import type { Throughput } from './throughput.js';
@@ -36,19 +37,12 @@ const PROBE_TIMEOUT_MS = 2000;
 
 async function probe(check: () => Promise<unknown>): Promise<MemberHealth> {
   const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      check(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
-      }),
-    ]);
+    await withTimeout(check(), PROBE_TIMEOUT_MS);
     return { connected: true, latencyMs: round(performance.now() - started) };
   } catch (err) {
+    // The reason is part of the /health answer (for the operator reading it), not a log line.
     return { connected: false, latencyMs: round(performance.now() - started), error: (err as Error).message };
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -65,8 +59,8 @@ export async function getHealth(s: Engines, throughput: Throughput): Promise<Hea
       if (!r.success) throw r.error;
     }),
   ]);
-  const counts = db.connected ? await platformCounts(s.db).catch((err: Error) => {
-        s.log.warn({ err: err.message }, 'health: platform counts unavailable; reporting zeros');
+  const counts = db.connected ? await platformCounts(s.db).catch((err: unknown) => {
+        s.log.warn({ err }, 'health: platform counts unavailable; reporting zeros');
         return undefined;
       }) : undefined;
   const allUp = db.connected && redis.connected && kafka.connected && clickhouse.connected;

@@ -4,34 +4,14 @@
  * local days back into instants with these same functions.
  */
 
+import { localParts } from '../../lib/time-zones.js';
+
 export const DAY_MS = 86_400_000;
-
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function formatter(timeZone: string): Intl.DateTimeFormat {
-  let f = formatters.get(timeZone);
-  if (!f) {
-    // Throws RangeError for an unknown zone.
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formatters.set(timeZone, f);
-  }
-  return f;
-}
 
 /** The local wall-clock time of an instant, read as if it were UTC (epoch ms, whole seconds). */
 function wallClock(ts: number, timeZone: string): number {
-  const parts: Record<string, number> = {};
-  for (const p of formatter(timeZone).formatToParts(ts)) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  const p = localParts(ts, timeZone);
+  return Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second);
 }
 
 const QUARTER_HOUR_MS = 900_000;

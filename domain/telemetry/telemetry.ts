@@ -2,7 +2,7 @@ import type { Ch } from '../../clickhouse/client.js';
 import { telemetryDocument, telemetrySeries, type Aggregation } from '../../clickhouse/queries/telemetry.js';
 import { JsonStream } from '../../lib/json-stream.js';
 import { isLargeRead } from '../limits/query-limits.js';
-import type { TelemetryKey } from '../../lib/events.js';
+import type { TelemetryKey } from '../../lib/events/vocabulary.js';
 import type { Queryable } from '../../postgres/client.js';
 import { ownedVenue } from '../venues/access.js';
 import { activeZone } from '../../postgres/queries/zones.js';

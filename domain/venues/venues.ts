@@ -16,7 +16,7 @@ import {
 } from '../../postgres/queries/venues.js';
 import { activeZones, type ZoneSummaryRow } from '../../postgres/queries/zones.js';
 import { liveIntegrationSummaries, type IntegrationSummaryRow } from '../../postgres/queries/integrations.js';
-import { CONNECTOR_TYPES } from '../../lib/events.js';
+import { CONNECTOR_TYPES } from '../../lib/events/vocabulary.js';
 import { AppError, notFound, unauthorized } from '../../lib/errors.js';
 import { PLAN_LIMITS, type Plan } from '../tenants/plans.js';
 import { ownedVenue } from './access.js';

@@ -2,9 +2,11 @@ import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { clearOrphanedAlarms, evaluateConnectorHealth, evaluateOccupancy, raiseDueAlarms } from '../../domain/alarms/evaluate.js';
 import { publishAlarmEvents, relayAlarmEvents, type AlarmEventBus } from '../../domain/alarms/events.js';
 import { DEFAULT_OCCUPANCY_RULE, type OccupancyRule } from '../../domain/alarms/rules.js';
-import { alarmTopicName, decodeConnectorHealthChange, decodeOccupancyUpdate, derivedTopicNames } from '../../lib/events.js';
-import { createMissingTopics, subscribeWhenKnown, type Publisher } from '../../lib/kafka.js';
+import { alarmTopicName, derivedTopicNames } from '../../lib/topology.js';
+import { decodeConnectorHealthChange, decodeOccupancyUpdate } from '../../lib/events/derived.js';
+import { consumerOptions, subscribeWhenKnown, type Publisher } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
+import { every } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
 
 /**
@@ -23,10 +25,8 @@ export interface AlarmRulesOptions {
   log: Logger;
   /** Publishes alarm events (acks from all replicas). */
   publisher: Publisher;
-  /** Topic prefix: inputs and the alarms topic are named from it (lib/events.ts). */
+  /** Topic prefix: inputs and the alarms topic are named from it (lib/topology.ts, which creates them). */
   prefix: string;
-  /** Partitions of the topics created when missing (as the events topic). */
-  partitions: number;
   groupId?: string;
   occupancyRule?: OccupancyRule;
   /** Offsets are committed at most this often (and on stop); Postgres, not the offset, is the truth. */
@@ -46,19 +46,6 @@ export interface RunningAlarmRules {
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): the same input fails every time. */
 const isDataError = (err: unknown): boolean => /^2[23]/.test(String((err as { code?: unknown })?.code ?? ''));
 
-/** Creates the rules' input topics and the alarms topic when missing. */
-export async function ensureAlarmTopics(kafka: Kafka, prefix: string, partitions: number): Promise<void> {
-  const derived = derivedTopicNames(prefix);
-  const topics = [derived.occupancy, derived.connectorHealth, alarmTopicName(prefix)];
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await createMissingTopics(admin, topics.map((topic) => ({ topic, numPartitions: partitions })));
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAlarmRules> {
   const derived = derivedTopicNames(opts.prefix);
   const inputs = { occupancy: derived.occupancy, health: derived.connectorHealth };
@@ -68,24 +55,16 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
   const bus: AlarmEventBus = { publisher: opts.publisher, topic: alarmTopicName(opts.prefix), log };
   const commitIntervalMs = opts.commitIntervalMs ?? 1000;
   const relayAfterMs = opts.relayAfterMs ?? 10_000;
-  await ensureAlarmTopics(opts.kafka, opts.prefix, opts.partitions);
 
   const publish = async (ids: number[]) => {
     try {
       await publishAlarmEvents(opts.db, bus, ids, { hold: true });
     } catch (err) {
-      log.warn({ err: (err as Error).message, events: ids.length }, 'alarm events not published yet; the outbox relay sends them later');
+      log.warn({ err, events: ids.length }, 'alarm events not published yet; the outbox relay sends them later');
     }
   };
 
-  const consumer: Consumer = opts.kafka.consumer({
-    groupId,
-    sessionTimeout: opts.sessionTimeoutMs ?? 10_000,
-    heartbeatInterval: 1_000,
-    maxWaitTimeInMs: 250,
-    readUncommitted: false,
-    retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
-  });
+  const consumer: Consumer = opts.kafka.consumer(consumerOptions('member', { groupId, sessionTimeout: opts.sessionTimeoutMs }));
   let lastCommit = Date.now();
   let stopping = false;
   let inHand: Promise<void> = Promise.resolve();
@@ -119,7 +98,7 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
           try {
             update = decodeOccupancyUpdate(m.value);
           } catch (err) {
-            log.warn({ input, offset: m.offset, err: (err as Error).message }, 'undecodable occupancy update skipped');
+            log.warn({ input, offset: m.offset, err }, 'undecodable occupancy update skipped');
           }
           if (update) ids.push(...(await evaluateOccupancy(opts.db, rule, update, at)));
         } else {
@@ -127,17 +106,17 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
           try {
             change = decodeConnectorHealthChange(m.value);
           } catch (err) {
-            log.warn({ input, offset: m.offset, err: (err as Error).message }, 'undecodable connector health change skipped');
+            log.warn({ input, offset: m.offset, err }, 'undecodable connector health change skipped');
           }
           if (change) ids.push(...(await evaluateConnectorHealth(opts.db, change, at)));
         }
       } catch (err) {
         if (isDataError(err)) {
           // This input can never be applied (Postgres refuses its data): retrying would block the partition.
-          log.error({ input, offset: m.offset, err: (err as Error).message }, 'alarm rule input refused by Postgres; skipped');
+          log.error({ input, offset: m.offset, err }, 'alarm rule input refused by Postgres; skipped');
         } else {
           // Postgres away or failing: keep what is done, read this input again in a second.
-          log.warn({ input, offset: m.offset, err: (err as Error).message }, 'alarm rule evaluation failed; retrying the input');
+          log.warn({ input, offset: m.offset, err }, 'alarm rule evaluation failed; retrying the input');
           const resume = payload.pause();
           consumer.seek({ topic: batch.topic, partition: batch.partition, offset: m.offset });
           setTimeout(resume, 1000).unref();
@@ -150,14 +129,14 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
         await payload.heartbeat();
       } catch (err) {
         // A rebalance: the rest of the batch is another member's now (or ours again, read anew).
-        log.info({ input, err: (err as Error).message }, 'batch left to the rebalance');
+        log.info({ input, err }, 'batch left to the rebalance');
         break;
       }
     }
     // Events first: a commit waiting out a rebalance must not leave them to the relay.
     await publish(ids);
     if (Date.now() - lastCommit >= commitIntervalMs && !payload.isStale()) {
-      await commit().catch((err: Error) => log.warn({ err: err.message }, 'offset commit failed; the inputs are read again and skipped'));
+      await commit().catch((err: unknown) => log.warn({ err }, 'offset commit failed; the inputs are read again and skipped'));
     }
   };
 
@@ -165,46 +144,35 @@ export async function runAlarmRules(opts: AlarmRulesOptions): Promise<RunningAla
   await subscribeWhenKnown(consumer, { topics: [inputs.occupancy, inputs.health], fromBeginning: true });
   await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 1, eachBatch });
 
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let ticking: Promise<void> = Promise.resolve();
   const tick = async () => {
     // Inputs applied by the last batch are committed here when no later batch came to do it.
     if (Date.now() - lastCommit >= commitIntervalMs) {
-      await commit().catch((err: Error) => log.warn({ err: err.message }, 'offset commit failed; the inputs are read again and skipped'));
+      await commit().catch((err: unknown) => log.warn({ err }, 'offset commit failed; the inputs are read again and skipped'));
     }
     try {
       await publish(await raiseDueAlarms(opts.db));
       await publish(await clearOrphanedAlarms(opts.db));
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'raising due alarms or clearing those of deleted sources failed; retried at the next tick');
+      log.warn({ err }, 'raising due alarms or clearing those of deleted sources failed; retried at the next tick');
     }
     try {
       await relayAlarmEvents(opts.db, bus, relayAfterMs);
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'outbox relay failed; retried at the next tick');
+      log.warn({ err }, 'outbox relay failed; retried at the next tick');
     }
   };
-  const loop = () => {
-    timer = setTimeout(() => {
-      ticking = tick().finally(() => {
-        if (!stopped) loop();
-      });
-    }, opts.tickMs ?? 1000);
-  };
-  loop();
+  // tick catches its own failures; onError only sees what escapes them.
+  const ticker = every(opts.tickMs ?? 1000, tick, { onError: (err) => log.warn({ err }, 'alarm rules tick failed') });
   log.info({ inputs, alarms: bus.topic }, 'alarm rules running');
 
   return {
     groupId,
     async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await ticking;
+      await ticker.stop();
       // The batch in hand ends after its current input; what was applied is committed before leaving.
       stopping = true;
       await inHand.catch(() => undefined);
-      await commit().catch((err: Error) => log.warn({ err: err.message }, 'final offset commit failed; the inputs are read again and skipped'));
+      await commit().catch((err: unknown) => log.warn({ err }, 'final offset commit failed; the inputs are read again and skipped'));
       await consumer.stop();
       await consumer.disconnect();
       log.info('alarm rules stopped');

@@ -3,6 +3,7 @@ import type { Ch } from '../../clickhouse/client.js';
 import { allEventsAsMarks, dropOldMarks, marksSince, progressCursor, saveProgress, serverNow, type Mark } from '../../clickhouse/queries/derive.js';
 import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
 import type { Logger } from '../../lib/logger.js';
+import { every } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
 import { venueProcessorContexts } from '../../postgres/queries/venues.js';
 import { periodsBetween } from './periods.js';
@@ -72,7 +73,6 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   const stats: DeriveStats = { rounds: 0, failures: 0, periods: 0, rowsWritten: 0, lastRoundMs: 0, lagSeconds: 0, leading: false };
   let lock: pg.PoolClient | undefined;
   let running: Promise<void> = Promise.resolve();
-  let stopped = false;
   /** Marks of the overlap already recomputed (id → insert time): each is handled once while this process leads. */
   const seen = new Map<string, number>();
 
@@ -91,7 +91,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     }
     // A broken connection loses the lock: give it up and try again next round.
     client.on('error', (err) => {
-      log.warn({ err: err.message }, 'derive: lost the leader connection; another process may take over');
+      log.warn({ err }, 'derive: lost the leader connection; another process may take over');
       if (lock === client) lock = undefined;
     });
     lock = client;
@@ -153,24 +153,19 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   const runOnce = () => {
     running = running.then(round).catch((err: unknown) => {
       stats.failures++;
-      log.warn({ err: (err as Error).message }, 'derive: round failed; its marks are read again next round');
+      log.warn({ err }, 'derive: round failed; its marks are read again next round');
     });
     return running;
   };
 
-  // The next round starts an interval after the previous one ended, so a slow round never overlaps the next.
-  let timer: NodeJS.Timeout | undefined;
-  const loop = () => {
-    timer = setTimeout(() => void runOnce().then(() => !stopped && loop()), opts.intervalMs);
-  };
-  loop();
+  // runOnce reports its own failures; `every` starts the next round an interval after one ends.
+  const rounds = every(opts.intervalMs, runOnce, { onError: () => undefined });
 
   return {
     stats,
     runOnce,
     async stop() {
-      stopped = true;
-      clearTimeout(timer);
+      await rounds.stop();
       await running;
       if (lock) {
         // Destroyed, not pooled: the connection holds the lock.

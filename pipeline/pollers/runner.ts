@@ -3,10 +3,10 @@ import { hostname } from 'node:os';
 import type { Db } from '../../postgres/client.js';
 import { activeIntegrationIdsOfTypes } from '../../postgres/queries/integrations.js';
 import { plainConfigs, recordPollFailure, releaseLeases, saveCursor, takeLeases } from '../../postgres/queries/pollers.js';
-import type { ConnectorType } from '../../lib/events.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Keyring } from '../../lib/secret-box.js';
-import { backoffMs, jittered, sleep } from '../../lib/timers.js';
+import { backoffMs, every, jittered, sleep } from '../../lib/timers.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST, type IngestDeps } from '../../domain/ingest/ingest.js';
 import { pseudonym } from '../../domain/ingest/pseudonyms.js';
 import { reportSourceOutcome, sourceIntegration, type SourceIntegration } from '../../domain/integrations/sources.js';
@@ -110,8 +110,6 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
   const stopping = new AbortController();
   let candidates: Array<{ id: string; connector: ConnectorType }> = [];
   let listedAt = -Infinity;
-  let loopTimer: NodeJS.Timeout | undefined;
-  let loopRunning: Promise<void> | undefined;
   /** Set first thing in stop(): no lease round starts or takes anything after it. */
   let closing = false;
 
@@ -146,14 +144,14 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
     const vendorError = err instanceof VendorError;
     const message = vendorError ? err.message : `poll failed here: ${(err as Error).message}`;
     stats.failures++;
-    const failures = await recordPollFailure(opts.db, o.id, owner, message).catch((e: Error) => {
-      o.log.warn({ err: e.message }, 'could not record the poll failure');
+    const failures = await recordPollFailure(opts.db, o.id, owner, message).catch((e: unknown) => {
+      o.log.warn({ err: e }, 'could not record the poll failure');
       return o.failures + 1;
     });
     if (failures === undefined) return disown(o, 'lease lost');
     o.failures = failures;
     const delay = backoffOf(o, failures);
-    o.log.warn({ err: message, failures, retryInMs: delay }, 'poll failed');
+    o.log.warn({ err, failures, retryInMs: delay }, 'poll failed');
     // Only the vendor link's failures tell connector health something (ours, e.g. Kafka down, do not).
     if (vendorError && integration) {
       await reportSourceOutcome({ publisher: opts.ingest.publisher, reportsTopic: opts.ingest.reportsTopic, log: o.log }, integration, {
@@ -276,16 +274,7 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
     for (const row of held) if (!owned.has(row.integration_id)) own(row, wanted.get(row.integration_id)!);
   };
 
-  const loop = () => {
-    loopTimer = undefined;
-    loopRunning = tick()
-      .catch((err: Error) => log.warn({ err: err.message }, 'poller lease round failed; retried next round'))
-      .finally(() => {
-        loopRunning = undefined;
-        if (!closing) loopTimer = setTimeout(loop, renewMs);
-      });
-  };
-  loop();
+  const leaseRounds = every(renewMs, tick, { immediate: true, onError: (err) => log.warn({ err }, 'poller lease round failed; retried next round') });
   log.info({ vendors: types }, 'pollers running');
 
   return {
@@ -295,10 +284,9 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
     async stop() {
       if (closing) return;
       closing = true;
-      clearTimeout(loopTimer);
       // Polls in hand may finish within the grace (their cursor gets written); the rest is aborted.
       const inHand = () => [...owned.values()].map((o) => o.running).filter((p): p is Promise<void> => p !== undefined);
-      await loopRunning;
+      await leaseRounds.stop();
       stopping.abort();
       for (const o of owned.values()) clearTimeout(o.timer);
       const grace = new AbortController();
@@ -309,7 +297,7 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
       const ids = [...owned.keys(), ...strays];
       for (const o of owned.values()) o.released = true;
       owned.clear();
-      await releaseLeases(opts.db, ids, owner).catch((err: Error) => log.warn({ err: err.message }, 'could not release the poller leases; they lapse by themselves'));
+      await releaseLeases(opts.db, ids, owner).catch((err: unknown) => log.warn({ err }, 'could not release the poller leases; they lapse by themselves'));
       log.info({ released: ids.length }, 'pollers stopped');
     },
   };

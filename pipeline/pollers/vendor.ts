@@ -1,4 +1,4 @@
-import type { ConnectorType, EventType } from '../../lib/events.js';
+import type { ConnectorType, EventType } from '../../lib/events/vocabulary.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SourceIntegration } from '../../domain/integrations/sources.js';
 import type { HttpRequest, HttpResponse } from './http.js';

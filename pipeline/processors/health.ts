@@ -1,18 +1,9 @@
 import { z } from 'zod';
-import type { Queryable } from '../../postgres/client.js';
-import {
-  CONNECTOR_HEALTH,
-  decodeIngestReport,
-  decodeStateEntry,
-  encodeConnectorHealthChange,
-  encodeStateEntry,
-  type ConnectorHealth,
-  type ConnectorType,
-  type SourceOutcome,
-} from '../../lib/events.js';
-import { describeError } from '../sink/dead-letter.js';
-import type { Effects, Processor } from './runtime.js';
-import { VenueInfos } from './venues.js';
+import { CONNECTOR_HEALTH, decodeIngestReport, encodeConnectorHealthChange, type ConnectorHealth, type SourceOutcome } from '../../lib/events/derived.js';
+import { decodeStateEntry, encodeStateEntry } from '../../lib/events/wire.js';
+import { type ConnectorType } from '../../lib/events/vocabulary.js';
+import type { Effects, Processor } from './processor.js';
+import type { VenueLookup } from './venues.js';
 import { DEGRADED_AFTER, EXPECTED_INTERVAL_MS, OFFLINE_AFTER } from '../../domain/analytics/connector-intervals.js';
 
 /**
@@ -133,8 +124,15 @@ export function healthOf(
 
 const sourceKey = (venueId: string, type: string) => `s|${venueId}|${type}`;
 
-export function createHealthProcessor(opts: { db: Queryable; reportsTopic: string; outputTopic: string; contextTtlMs?: number }): Processor<HealthState> {
-  const venues = new VenueInfos(opts.db, opts.contextTtlMs);
+export interface HealthProcessorOptions {
+  /** The active integrations of the reports' venues. */
+  venues: VenueLookup;
+  reportsTopic: string;
+  outputTopic: string;
+}
+
+export function createHealthProcessor(opts: HealthProcessorOptions): Processor<HealthState> {
+  const { venues } = opts;
 
   const source = (state: HealthState, o: string, v: string, t: string, dirty: Set<string>): Source => {
     const key = sourceKey(v, t);
@@ -188,7 +186,7 @@ export function createHealthProcessor(opts: { db: Queryable; reportsTopic: strin
           s.minutes = s.minutes.filter((x) => x[0] > minute - REJECTION_WINDOW_MS).sort((a, b) => a[0] - b[0]);
           if (r.source) noteLink(state, r.source, r.ts, minute, dirty);
         } catch (err) {
-          ctx.log.warn({ topic: m.topic, partition: m.partition, offset: m.offset, err: describeError(err) }, 'health: undecodable report skipped');
+          ctx.log.warn({ topic: m.topic, partition: m.partition, offset: m.offset, err }, 'health: undecodable report skipped');
         }
       }
       return { outputs: [], changed: dirty };

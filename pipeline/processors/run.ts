@@ -1,15 +1,16 @@
 import type { Kafka, Producer } from 'kafkajs';
 import type { Ch } from '../../clickhouse/client.js';
-import type { DerivedTopics } from '../../lib/events.js';
-import { createMissingTopics } from '../../lib/kafka.js';
+import type { DerivedTopics } from '../../lib/topology.js';
+import { LogThrottle } from '../../lib/log-throttle.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Queryable } from '../../postgres/client.js';
 import { healthTarget, occupancyTarget } from '../sink/derived.js';
-import { runSink, type RunningSink } from '../sink/sink.js';
-import { createOccupancyProcessor, type UnreflectedReason } from './occupancy.js';
-import { LogThrottle } from '../../lib/log-throttle.js';
-import { ProcessorRuntime, type Processor } from './runtime.js';
+import { runSink, type RunningSink, type SinkRow, type SinkTarget } from '../sink/sink.js';
 import { createHealthProcessor } from './health.js';
+import { createOccupancyProcessor, type UnreflectedReason } from './occupancy.js';
+import type { Processor } from './processor.js';
+import { ProcessorRuntime } from './runtime.js';
+import { VenueInfos, type VenueLookup } from './venues.js';
 
 export interface ProcessorSetOptions {
   kafka: Kafka;
@@ -31,7 +32,7 @@ export interface ProcessorSetOptions {
   drainMs: number;
   tickMs?: number;
   /** Processors to run (default all). */
-  only?: Array<'occupancy' | 'health'>;
+  only?: ProcessorName[];
   /** Observes every insert of the output sinks (metrics). */
   onInsert?: (target: string, rows: number, seconds: number) => void;
   /** Counts events live occupancy does not reflect, per venue and reason (metrics). */
@@ -45,53 +46,95 @@ export interface RunningProcessors {
   stop(): Promise<void>;
 }
 
-/** Creates the derived topics when missing (partitioned like the events topic). */
-export async function ensureDerivedTopics(kafka: Kafka, topics: DerivedTopics, partitions: number): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await createMissingTopics(admin, Object.values(topics).map((topic) => ({ topic, numPartitions: partitions })));
-  } finally {
-    await admin.disconnect();
-  }
+/** What a registration's factory gets: its topics, the venue look-up, and the set's options. */
+interface ProcessorDeps {
+  input: string;
+  output: string;
+  venues: VenueLookup;
+  opts: ProcessorSetOptions;
+}
+
+/** A stream processor and the sink writing its output topic to ClickHouse. */
+interface Registration {
+  /** What `only` selects; also names its sink's consumer group (`<prefix>.sink.<name>`). */
+  name: string;
+  input(opts: ProcessorSetOptions): string;
+  output(opts: ProcessorSetOptions): string;
+  target: SinkTarget<SinkRow>;
+  create(deps: ProcessorDeps): Processor<unknown>;
+}
+
+/** The processors, in start order: adding one is one entry. */
+const PROCESSORS = [
+  {
+    name: 'occupancy',
+    input: (o) => o.events,
+    output: (o) => o.derived.occupancy,
+    target: occupancyTarget,
+    create: ({ input, output, venues, opts }) =>
+      createOccupancyProcessor({ venues, inputTopic: input, outputTopic: output, unreflected: unreflectedReporter(opts) }),
+  },
+  {
+    name: 'health',
+    input: (o) => o.derived.ingestReports,
+    output: (o) => o.derived.connectorHealth,
+    target: healthTarget,
+    create: ({ input, output, venues }) => createHealthProcessor({ venues, reportsTopic: input, outputTopic: output }),
+  },
+] as const satisfies readonly Registration[];
+
+export type ProcessorName = (typeof PROCESSORS)[number]['name'];
+
+/** Counts what live occupancy does not reflect, and logs it at most once a minute per venue and reason. */
+function unreflectedReporter(opts: ProcessorSetOptions): (venueId: string, reason: UnreflectedReason, count: number) => void {
+  const lines = new LogThrottle(60_000);
+  return (venueId, reason, count) => {
+    opts.onUnreflected?.(venueId, reason, count);
+    const since = lines.add(`${venueId}|${reason}`, count);
+    if (since !== undefined)
+      opts.log.info(
+        { venueId, reason, events: since },
+        'occupancy: events not reflected in live occupancy (they stay in the raw table and the history; at most one line a minute per venue and reason)',
+      );
+  };
 }
 
 /** Runs the stream processors and the sinks of their outputs (docs/processors.md). */
 export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningProcessors> {
-  const only = new Set(opts.only ?? ['occupancy', 'health']);
-  await ensureDerivedTopics(opts.kafka, opts.derived, opts.partitions);
-  const sinkOpts = (name: string, topic: string) => ({
-    groupId: `${opts.prefix}.sink.${name}`,
-    partitions: opts.partitions,
-    ch: opts.ch,
-    db: opts.db,
-    producer: opts.producer,
-    topics: { events: topic, deadLetter: opts.deadLetter },
-    log: opts.log,
-    batchRows: opts.batchRows,
-    batchMs: opts.outputBatchMs ?? opts.batchMs,
-    drainMs: opts.drainMs,
-    onInsert: opts.onInsert,
-  });
+  const only = new Set<string>(opts.only ?? PROCESSORS.map((p) => p.name));
   const sinks: RunningSink[] = [];
-  const runtimes: Array<ProcessorRuntime<unknown>> = [];
   const processors: Array<Processor<unknown>> = [];
-  if (only.has('occupancy')) {
-    sinks.push((await runSink(opts.kafka, occupancyTarget, sinkOpts('occupancy', opts.derived.occupancy))) as unknown as RunningSink);
-    const lines = new LogThrottle(60_000);
-    const unreflected = (venueId: string, reason: UnreflectedReason, count: number) => {
-      opts.onUnreflected?.(venueId, reason, count);
-      const since = lines.add(`${venueId}|${reason}`, count);
-      if (since !== undefined) opts.log.info({ venueId, reason, events: since }, 'occupancy: events not reflected in live occupancy (they stay in the raw table and the history; at most one line a minute per venue and reason)');
-    };
-    processors.push(createOccupancyProcessor({ db: opts.db, inputTopic: opts.events, outputTopic: opts.derived.occupancy, unreflected }) as Processor<unknown>);
+  const registered: readonly Registration[] = PROCESSORS;
+  for (const r of registered) {
+    if (!only.has(r.name)) continue;
+    const output = r.output(opts);
+    sinks.push(
+      await runSink(opts.kafka, r.target, {
+        groupId: `${opts.prefix}.sink.${r.name}`,
+        partitions: opts.partitions,
+        ch: opts.ch,
+        db: opts.db,
+        producer: opts.producer,
+        topics: { events: output, deadLetter: opts.deadLetter },
+        log: opts.log,
+        batchRows: opts.batchRows,
+        batchMs: opts.outputBatchMs ?? opts.batchMs,
+        drainMs: opts.drainMs,
+        onInsert: opts.onInsert,
+      }),
+    );
+    // Each its own cache, so one processor's reloads do not change what the other sees when.
+    processors.push(r.create({ input: r.input(opts), output, venues: new VenueInfos(opts.db), opts }));
   }
-  if (only.has('health')) {
-    sinks.push((await runSink(opts.kafka, healthTarget, sinkOpts('health', opts.derived.connectorHealth))) as unknown as RunningSink);
-    processors.push(createHealthProcessor({ db: opts.db, reportsTopic: opts.derived.ingestReports, outputTopic: opts.derived.connectorHealth }) as Processor<unknown>);
-  }
+  const runtimes: Array<ProcessorRuntime<unknown>> = [];
   for (const p of processors) {
-    const rt = new ProcessorRuntime(p, { kafka: opts.kafka, log: opts.log, prefix: opts.prefix, partitions: opts.partitions, tickMs: opts.tickMs });
+    const rt = new ProcessorRuntime(p, {
+      kafka: opts.kafka,
+      log: opts.log,
+      prefix: opts.prefix,
+      partitions: opts.partitions,
+      tickMs: opts.tickMs,
+    });
     await rt.start();
     runtimes.push(rt);
   }

@@ -1,53 +1,65 @@
+import { TtlCache } from '../../lib/ttl-cache.js';
 import type { Queryable } from '../../postgres/client.js';
 import { venueProcessorContexts, type VenueProcessorContext } from '../../postgres/queries/venues.js';
 
-export type VenueInfo = VenueProcessorContext;
+/** What the processors read of a venue: occupancy its settings and zones, health its integrations. */
+export interface VenueInfo {
+  operator_id: string;
+  timezone: string;
+  is_active: boolean;
+  /** Venue-local hour (0–23) at which live occupancy restarts from 0. */
+  occupancy_reset_hour: number;
+  /** Active zones. */
+  zones: Array<{ id: string; type: 'area' | 'entrance' | 'exit' | 'counter'; capacity: number | null }>;
+  /** Active integrations; `created_at` ISO 8601. */
+  integrations: Array<{ id: string; connector_type: string; created_at: string }>;
+}
 
-/** What a processor asks of venue contexts (`VenueInfos`; tests pass a fake without Postgres). */
+/**
+ * Where the processors find venues (`VenueInfos` from Postgres; tests pass an in-memory one). An
+ * answer may be as old as the implementation's cache allows: a zone or capacity change reaches
+ * the processors within that time.
+ */
 export interface VenueLookup {
+  /** The venues found among `venueIds` (a venue absent from the answer does not exist). `now`: the caller's clock, for the cache's age. */
   resolve(venueIds: Iterable<string>, now?: number): Promise<Map<string, VenueInfo>>;
-  /** The venue, reloaded first (once per `reloaded` set) when it does not list `zoneId`. */
-  withZone(venueId: string, zoneId: string, known: Map<string, VenueInfo>, reloaded: Set<string>): Promise<VenueInfo | undefined>;
+  /** The venue read afresh, past any cache (a zone created a moment ago is listed). */
+  refresh(venueId: string): Promise<VenueInfo | undefined>;
 }
 
 /**
  * Venue → (operator, time zone, reset hour, zones, active integrations) from Postgres, cached per
- * venue for `ttlMs` (a zone or capacity change reaches the processors within that time). A zone id
- * the cache does not know reloads its venue once (a zone created a moment ago).
+ * venue for `ttlMs`.
  */
 export class VenueInfos implements VenueLookup {
-  private readonly cache = new Map<string, { info: VenueInfo; at: number }>();
+  private readonly cache: TtlCache<string, VenueProcessorContext>;
 
   constructor(
     private readonly db: Queryable,
-    private readonly ttlMs = 60_000,
-  ) {}
+    ttlMs = 60_000,
+  ) {
+    this.cache = new TtlCache({ ttlMs });
+  }
 
   async resolve(venueIds: Iterable<string>, now = Date.now()): Promise<Map<string, VenueInfo>> {
     const found = new Map<string, VenueInfo>();
     const missing: string[] = [];
     for (const id of new Set(venueIds)) {
-      const hit = this.cache.get(id);
-      if (hit && now - hit.at < this.ttlMs) found.set(id, hit.info);
+      const hit = this.cache.get(id, now);
+      if (hit) found.set(id, hit);
       else missing.push(id);
     }
     if (missing.length > 0) {
       for (const info of await venueProcessorContexts(this.db, missing)) {
-        this.cache.set(info.id, { info, at: now });
+        this.cache.set(info.id, info, now);
         found.set(info.id, info);
       }
     }
     return found;
   }
 
-  /** The venue, reloaded first (once per `reloaded` set) when it does not list `zoneId`. */
-  async withZone(venueId: string, zoneId: string, known: Map<string, VenueInfo>, reloaded: Set<string>): Promise<VenueInfo | undefined> {
-    const info = known.get(venueId);
-    if (!info || info.zones.some((z) => z.id === zoneId) || reloaded.has(venueId)) return info;
-    reloaded.add(venueId);
+  async refresh(venueId: string): Promise<VenueInfo | undefined> {
     this.cache.delete(venueId);
-    const fresh = (await this.resolve([venueId])).get(venueId);
-    if (fresh) known.set(venueId, fresh);
-    return fresh;
+    return (await this.resolve([venueId])).get(venueId);
   }
 }

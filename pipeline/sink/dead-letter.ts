@@ -13,7 +13,10 @@ export const DLQ_HEADERS = {
 
 const MAX_ERROR_CHARS = 2000;
 
-/** A short, single-line reason: schema problems as `path: message` pairs. */
+/**
+ * A short, single-line reason for a dead letter's header: schema problems as `path: message` pairs.
+ * Log lines take the error itself (`{ err }`, lib/logger.ts), which keeps its stack.
+ */
 export function describeError(err: unknown): string {
   if (err instanceof z.ZodError) {
     return err.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ');

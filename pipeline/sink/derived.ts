@@ -1,6 +1,6 @@
 import { storedOffsets } from '../../clickhouse/queries/events.js';
 import { insertHealth, insertOccupancy, type HealthRow, type OccupancyRow } from '../../clickhouse/queries/derived.js';
-import { decodeConnectorHealthChange, decodeOccupancyUpdate } from '../../lib/events.js';
+import { decodeConnectorHealthChange, decodeOccupancyUpdate } from '../../lib/events/derived.js';
 import { dayString, localDayNumber } from '../../domain/telemetry/calendar.js';
 import type { SinkTarget } from './sink.js';
 

@@ -1,6 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { insertEvents, storedEventIds, storedOffsets, type EventRow } from '../../clickhouse/queries/events.js';
-import { decodeEventMessage } from '../../lib/events.js';
+import { decodeEventMessage } from '../../lib/events/wire.js';
 import { describeError } from './dead-letter.js';
 import type { Queryable } from '../../postgres/client.js';
 import { advanceLastEventAt } from '../../postgres/queries/venues.js';

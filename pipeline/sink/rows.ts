@@ -1,4 +1,4 @@
-import type { CanonicalEvent } from '../../lib/events.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
 import type { EventRow } from '../../clickhouse/queries/events.js';
 import { dayString, localDayNumber } from '../../domain/telemetry/calendar.js';
 

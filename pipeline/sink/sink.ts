@@ -1,12 +1,14 @@
-import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
-import type { Ch } from '../../clickhouse/client.js';
-import type { StoredOffsetsQuery } from '../../clickhouse/queries/events.js';
+import type { Batch, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import type { Logger } from '../../lib/logger.js';
-import type { Queryable } from '../../postgres/client.js';
-import { deadLetter, describeError, type Letter } from './dead-letter.js';
-import type { Origin } from './rows.js';
-import { VenueContexts, type VenueContext } from './venue-context.js';
+import { deadLetter } from './dead-letter.js';
+import { decodeBatch } from './decode.js';
+import { chunks, MAX_INSERT_ROWS, Pending, type Item } from './pending.js';
+import { markRedeliveries, markStored } from './stored.js';
+import type { SinkOptions, SinkRow, SinkStats, SinkTarget } from './target.js';
+import { VenueContexts } from './venue-context.js';
 import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
+
+export type { Decoded, SinkOptions, SinkRow, SinkStats, SinkTarget, Undecodable } from './target.js';
 
 /**
  * A sink: one Kafka topic → one ClickHouse table (and, through its materialized views, the tables
@@ -38,108 +40,11 @@ import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
  *
  * Poison messages (undecodable, schema-invalid, unknown venue, venue of another operator) go to
  * the dead-letter topic with the reason and their origin in headers, then are committed past.
+ *
+ * Beside this loop: `target.ts` (what a sink is given), `decode.ts` (messages → rows or dead
+ * letters), `pending.ts` (the batch held, and its split into inserts), `stored.ts` (the look-up of
+ * stored positions and re-deliveries).
  */
-
-/** What every sunk row carries: its venue, event time (seconds + ms) and retention class. */
-export interface SinkRow {
-  venue_id: string;
-  ts: number;
-  ts_ms: number;
-  retention_days: number;
-}
-
-/** A message element the target could decode: the venue and operator it claims, and its row once the venue is known. */
-export interface Decoded<R> {
-  /** The element as sent (dead-lettered alone if its venue refuses it). */
-  raw: unknown;
-  venueId: string;
-  operatorId: string;
-  toRow(origin: Origin, ctx: VenueContext): R;
-}
-
-/** An element that is not of the topic's type: dead-lettered on its own (`raw` as sent), the others of its message stored. */
-export interface Undecodable {
-  error: string;
-  raw: unknown;
-}
-
-/** What differs between sinks: the message type, the table, and optional extras. */
-export interface SinkTarget<R extends SinkRow> {
-  /** For logs. */
-  name: string;
-  /** The message's elements in order (an events message holds a run of a request's events); throws when the whole message is unreadable (it is dead-lettered). */
-  decode(value: Buffer | null): Array<Decoded<R> | Undecodable>;
-  insert(ch: Ch, rows: R[]): Promise<void>;
-  /** The positions already stored (`partition:offset:index`). */
-  storedOffsets(ch: Ch, q: StoredOffsetsQuery): Promise<Set<string>>;
-  /** The table's partition of a row (an insert touches at most 50). */
-  partitionKey(row: R): string;
-  /** Rows that re-deliver an already stored (or earlier) one; they are skipped. */
-  redeliveries?(ch: Ch, rows: R[]): Promise<Set<R>>;
-  /** After a successful insert, best effort. */
-  afterWrite?(rows: R[]): Promise<void>;
-}
-
-export interface SinkOptions {
-  ch: Ch;
-  db: Queryable;
-  /** Sends dead letters (acks from all in-sync replicas). */
-  producer: Producer;
-  /** `events` is the topic consumed (for an output sink, its output topic); `deadLetter` receives poison messages. */
-  topics: { events: string; deadLetter: string };
-  log: Logger;
-  batchRows: number;
-  batchMs: number;
-  retry?: { initialMs: number; maxMs: number };
-  /** Fault injection for tests: runs after rows reached ClickHouse and before their offsets are committed. */
-  afterInsert?: (rows: number) => Promise<void>;
-  /** Observes every successful insert (metrics): the target's name, rows, seconds taken. */
-  onInsert?: (target: string, rows: number, seconds: number) => void;
-}
-
-/** What the sink has done so far (for logs and tests). */
-export interface SinkStats {
-  inserts: number;
-  rows: number;
-  largestInsert: number;
-  deadLettered: number;
-  /** Rows found already stored (a replayed Kafka position) and skipped. */
-  skipped: number;
-  /** Re-delivered events (an event id already stored or earlier in the batch) dropped. */
-  duplicates: number;
-  commits: number;
-}
-
-/**
- * An INSERT of fewer rows than max_insert_block_size (1,048,576 by default on every version) is
- * one block. A block spanning many partitions is written as one part per partition, and current
- * ClickHouse refuses more than 100 partitions per block (each view's target counts too; the daily
- * rollup's local days can double the raw table's days), hence at most 50 raw partitions per insert.
- */
-const MAX_INSERT_ROWS = 1_000_000;
-const MAX_PARTITIONS_PER_INSERT = 50;
-
-interface Item<R> {
-  partition: number;
-  offset: string;
-  /** Place in its message. */
-  index: number;
-  row?: R;
-  poison?: { letter: Letter; error: string };
-  /** Inserted, found stored, or dead-lettered: a retry leaves it alone. */
-  done: boolean;
-}
-
-class Pending<R> {
-  readonly items: Item<R>[] = [];
-  rows = 0;
-  firstAt = 0;
-  /** Per partition: the offset to commit once written, and the first offset held (where a rewind restarts). */
-  readonly commit = new Map<number, string>();
-  readonly from = new Map<number, string>();
-  written?: Promise<void>;
-  constructor(readonly epoch: number) {}
-}
 
 interface Control {
   heartbeat(): Promise<void>;
@@ -207,7 +112,7 @@ export class Sink<R extends SinkRow> {
     };
     this.active++;
     try {
-      const items = await this.retrying(ctl, 'look up venues', () => this.decode(batch));
+      const items = await this.retrying(ctl, 'look up venues', () => decodeBatch(this.target, this.contexts, batch));
       // A rewind (seek) while this call was decoding makes the batch stale: kafkajs refetches it.
       if (payload.isStale()) return;
       const pending = this.current;
@@ -255,63 +160,9 @@ export class Sink<R extends SinkRow> {
     });
   }
 
-  private async decode(batch: Batch): Promise<Item<R>[]> {
-    const what = this.target.name === 'events' ? 'event' : `${this.target.name} message`;
-    const decoded = batch.messages.map((message) => {
-      try {
-        return { message, parts: this.target.decode(message.value) };
-      } catch (err) {
-        return { message, error: `undecodable ${what}: ${describeError(err)}` };
-      }
-    });
-    const venueIds: string[] = [];
-    for (const d of decoded) for (const p of d.parts ?? []) if ('venueId' in p) venueIds.push(p.venueId);
-    const contexts = await this.contexts.resolve(venueIds);
-    const items: Item<R>[] = [];
-    for (const { message, parts, error } of decoded) {
-      const at = { partition: batch.partition, offset: message.offset, done: false };
-      if (!parts) {
-        items.push({ ...at, index: 0, poison: { letter: message, error: error! } });
-        continue;
-      }
-      for (let index = 0; index < parts.length; index++) {
-        const part = parts[index]!;
-        const item: Item<R> = { partition: batch.partition, offset: message.offset, done: false, index };
-        let reason: string | undefined;
-        if ('error' in part) reason = `undecodable ${what}: ${part.error}`;
-        else {
-          const ctx = contexts.get(part.venueId);
-          if (!ctx) reason = `unknown venue ${part.venueId}`;
-          else if (ctx.operatorId !== part.operatorId) reason = `venue ${part.venueId} belongs to another operator`;
-          else {
-            try {
-              item.row = part.toRow({ topic: batch.topic, partition: batch.partition, offset: message.offset, index }, ctx);
-            } catch (err) {
-              // e.g. a time zone the runtime does not know
-              reason = describeError(err);
-            }
-          }
-        }
-        if (reason !== undefined) {
-          // An element of a message holding several is dead-lettered alone: a replay must not repeat the others.
-          const value = parts.length === 1 ? message.value : Buffer.from(JSON.stringify(part.raw));
-          item.poison = { letter: { key: message.key, value, headers: message.headers }, error: reason };
-        }
-        items.push(item);
-      }
-    }
-    return items;
-  }
-
   private hold(pending: Pending<R>, batch: Batch, items: Item<R>[]): void {
-    if (pending.items.length === 0) pending.firstAt = Date.now();
     this.uncommitted.add(pending);
-    for (const item of items) {
-      pending.items.push(item);
-      if (item.row) pending.rows++;
-    }
-    if (!pending.from.has(batch.partition)) pending.from.set(batch.partition, batch.firstOffset()!);
-    pending.commit.set(batch.partition, (BigInt(batch.lastOffset()) + 1n).toString());
+    pending.hold(batch, items);
   }
 
   private due(pending: Pending<R>): boolean {
@@ -382,22 +233,13 @@ export class Sink<R extends SinkRow> {
     if (todo.length === 0) return 0;
     const unverified = todo.filter((i) => !this.verified.has(i.partition));
     if (unverified.length > 0) {
-      const stored = await this.target.storedOffsets(this.opts.ch, {
-        topic: this.opts.topics.events,
-        partitions: [...new Set(unverified.map((i) => i.partition))],
-        fromOffset: unverified.reduce((m, i) => (BigInt(i.offset) < m ? BigInt(i.offset) : m), BigInt(unverified[0]!.offset)),
-        toOffset: unverified.reduce((m, i) => (BigInt(i.offset) > m ? BigInt(i.offset) : m), 0n),
-        ...tsBounds(unverified),
-      });
-      for (const i of unverified) {
-        if (stored.has(`${i.partition}:${i.offset}:${i.index}`)) {
-          i.done = true;
-          this.stats.skipped++;
-        }
-      }
+      const stored = await markStored(this.target, this.opts.ch, this.opts.topics.events, unverified);
+      this.stats.skipped += stored;
       todo = todo.filter((i) => !i.done);
     }
-    todo = await this.withoutRedeliveries(todo);
+    const redelivered = await markRedeliveries(this.target, this.opts.ch, todo);
+    this.stats.duplicates += redelivered;
+    todo = todo.filter((i) => !i.done);
     let inserted = 0;
     try {
       for (const chunk of chunks(todo, this.maxRows, this.target.partitionKey)) {
@@ -419,27 +261,13 @@ export class Sink<R extends SinkRow> {
     return inserted;
   }
 
-  /** Drops re-deliveries the target recognises (vendor event ids already stored or earlier in the batch). */
-  private async withoutRedeliveries(todo: Item<R>[]): Promise<Item<R>[]> {
-    if (!this.target.redeliveries || todo.length === 0) return todo;
-    const again = await this.target.redeliveries(this.opts.ch, todo.map((i) => i.row!));
-    if (again.size === 0) return todo;
-    for (const i of todo) {
-      if (again.has(i.row!)) {
-        i.done = true;
-        this.stats.duplicates++;
-      }
-    }
-    return todo.filter((i) => !i.done);
-  }
-
   /** Best effort: the next batch moves it on anyway. */
   private async afterWrite(pending: Pending<R>): Promise<void> {
     if (!this.target.afterWrite) return;
     try {
       await this.target.afterWrite(pending.items.flatMap((i) => (i.row ? [i.row] : [])));
     } catch (err) {
-      this.log.warn({ err: describeError(err) }, 'after-write step failed');
+      this.log.warn({ err }, 'after-write step failed');
     }
   }
 
@@ -454,7 +282,7 @@ export class Sink<R extends SinkRow> {
         if (err instanceof Abandoned) throw err;
         if (!ctl.isRunning()) throw this.giveUp(`${what} failed while stopping`);
         const delay = Math.min(this.retry.maxMs, this.retry.initialMs * 2 ** (attempt - 1));
-        this.log.warn({ what, attempt, retryInMs: delay, err: describeError(err) }, 'sink paused: retrying without committing');
+        this.log.warn({ what, attempt, retryInMs: delay, err }, 'sink paused: retrying without committing');
         const until = Date.now() + delay;
         while (Date.now() < until) {
           await sleep(Math.min(until - Date.now(), 1000));
@@ -539,34 +367,4 @@ export async function runSink<R extends SinkRow>(
       await consumer.stop();
     },
   };
-}
-
-/** The event-time bounds (epoch seconds) of the items' rows: a replayed row keeps its event time, so they prune lookups. */
-function tsBounds<R extends SinkRow>(items: Item<R>[]): { fromTs: number; toTs: number } {
-  let fromTs = Infinity;
-  let toTs = 0;
-  for (const i of items) {
-    fromTs = Math.min(fromTs, i.row!.ts);
-    toTs = Math.max(toTs, i.row!.ts);
-  }
-  return { fromTs, toTs };
-}
-
-/** Consecutive runs of at most `maxRows` items touching at most MAX_PARTITIONS_PER_INSERT raw partitions. */
-function chunks<R extends SinkRow>(items: Item<R>[], maxRows: number, partitionKey: (row: R) => string): Item<R>[][] {
-  const out: Item<R>[][] = [];
-  let chunk: Item<R>[] = [];
-  let keys = new Set<string>();
-  for (const item of items) {
-    const key = partitionKey(item.row!);
-    if (chunk.length >= maxRows || (!keys.has(key) && keys.size >= MAX_PARTITIONS_PER_INSERT)) {
-      out.push(chunk);
-      chunk = [];
-      keys = new Set();
-    }
-    chunk.push(item);
-    keys.add(key);
-  }
-  if (chunk.length > 0) out.push(chunk);
-  return out;
 }

@@ -1,5 +1,5 @@
 import { exec, one, rows, sql, type Queryable } from '../client.js';
-import type { ConnectorType } from '../../lib/events.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import type { Envelope } from '../../lib/secret-box.js';
 import type { DeletedRow } from './venues.js';
 import type { Plan } from '../../lib/plans.js';

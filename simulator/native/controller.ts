@@ -105,7 +105,7 @@ export class FakeUnifiController {
     let controller: FakeUnifiController | undefined;
     const server = createServer({ key: cert.key, cert: cert.cert }, (req, res) => {
       controller!.handle(req, res).catch((err: Error) => {
-        opts.log.warn({ err: err.message }, 'fake UniFi controller: request failed');
+        opts.log.warn({ err }, 'fake UniFi controller: request failed');
         if (!res.headersSent) res.writeHead(500).end();
       });
     });

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ConnectorType } from '../../lib/events.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import { ApiError, StoppedError, type ApiClient, type IngestAnswer } from '../client.js';
 import type { GeneratedEvent } from '../traffic/index.js';
 import { squareLocation, type SimVenue } from '../venues.js';

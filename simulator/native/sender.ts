@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ApiError, StoppedError } from '../client.js';
+import { ApiError, realClock, StoppedError, type Clock } from '../client.js';
 import type { Delivery } from './types.js';
 
 /**
@@ -33,15 +33,18 @@ export interface SenderOptions {
   maxRetryAfterS?: number;
   /** Clock for signatures (ms). */
   now?: () => number;
+  /** Time and waiting for retries; tests pass one that moves on without waiting in real time. */
+  clock?: Clock;
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class HookSender {
   readonly stats = { requests: 0, rateLimited: 0, retried: 0 };
   private readonly pauseUntil = new Map<string, number>();
+  private readonly clock: Clock;
 
-  constructor(private readonly opts: SenderOptions) {}
+  constructor(private readonly opts: SenderOptions) {
+    this.clock = opts.clock ?? realClock;
+  }
 
   async deliver(d: Delivery): Promise<DeliveryAnswer> {
     const path = `/hooks/${d.integrationId}`;
@@ -49,17 +52,17 @@ export class HookSender {
     let uncertain = false;
     let deadline: number | undefined;
     const stopAt = () => {
-      if (deadline === undefined && this.opts.stopping?.()) deadline = Date.now() + (uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
+      if (deadline === undefined && this.opts.stopping?.()) deadline = this.clock.now() + (uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
       return deadline ?? Infinity;
     };
     const wait = async (ms: number) => {
-      const until = Date.now() + ms;
-      while (Date.now() < Math.min(until, stopAt())) await sleep(Math.min(200, until - Date.now()));
+      const until = this.clock.now() + ms;
+      while (this.clock.now() < Math.min(until, stopAt())) await this.clock.sleep(Math.min(200, until - this.clock.now()));
     };
     for (;;) {
-      if (Date.now() >= stopAt()) throw new StoppedError();
-      await wait((this.pauseUntil.get(d.integrationId) ?? 0) - Date.now());
-      if (Date.now() >= stopAt()) throw new StoppedError();
+      if (this.clock.now() >= stopAt()) throw new StoppedError();
+      await wait((this.pauseUntil.get(d.integrationId) ?? 0) - this.clock.now());
+      if (this.clock.now() >= stopAt()) throw new StoppedError();
       let res: Response;
       try {
         this.stats.requests++;
@@ -72,7 +75,7 @@ export class HookSender {
       } catch (err) {
         uncertain = true;
         this.stats.retried++;
-        this.opts.log.warn({ what: d.kind, err: (err as Error).message, retryInMs: backoff }, 'webhook delivery failed; retrying');
+        this.opts.log.warn({ what: d.kind, err, retryInMs: backoff }, 'webhook delivery failed; retrying');
         await wait(backoff);
         backoff = Math.min(30_000, backoff * 2);
         continue;
@@ -81,14 +84,14 @@ export class HookSender {
       const parsed = parse(text);
       const remaining = res.headers.get('ratelimit-remaining');
       const reset = Number(res.headers.get('ratelimit-reset'));
-      if (remaining === '0' && reset > 0) this.pauseUntil.set(d.integrationId, Date.now() + reset * 1000 + 100);
+      if (remaining === '0' && reset > 0) this.pauseUntil.set(d.integrationId, this.clock.now() + reset * 1000 + 100);
       const retryAfter = Number(res.headers.get('retry-after'));
       if (res.status === 429) {
         const seconds = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : 1;
         if (seconds > (this.opts.maxRetryAfterS ?? 120)) throw new ApiError(429, parsed, `${d.kind} to ${path}`);
         this.stats.rateLimited++;
         this.opts.log.debug({ what: d.kind, retryAfter: seconds }, 'receiver rate limit; waiting Retry-After');
-        this.pauseUntil.set(d.integrationId, Date.now() + seconds * 1000);
+        this.pauseUntil.set(d.integrationId, this.clock.now() + seconds * 1000);
         continue;
       }
       if (res.status >= 500) {

@@ -1,4 +1,4 @@
-import type { ConnectorType } from '../../lib/events.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import type { GeneratedEvent } from '../traffic/index.js';
 import { merakiTranslate } from './meraki.js';
 import type { TranslateContext, Translated } from './types.js';

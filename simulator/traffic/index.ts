@@ -1,4 +1,4 @@
-import type { ConnectorType } from '../../lib/events.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import type { TrafficState } from '../model.js';
 import { unitHash } from '../random.js';
 import { localParts } from '../time.js';

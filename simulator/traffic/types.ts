@@ -1,4 +1,4 @@
-import type { EventType } from '../../lib/events.js';
+import type { EventType } from '../../lib/events/vocabulary.js';
 import type { DayPlan, TrafficState } from '../model.js';
 import type { SimVenue } from '../venues.js';
 

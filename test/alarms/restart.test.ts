@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { derivedTopicNames } from '../../lib/events.js';
+import { derivedTopicNames } from '../../lib/topology.js';
 import { one, rows, sql } from '../../postgres/client.js';
 import { drained, health, newSite, occupancy, openAlarmStack, sendHealth, sendOccupancy, sleep, until, type AlarmStack, type Site } from './support.js';
 

@@ -22,7 +22,6 @@ const rules = await runAlarmRules({
   log,
   publisher,
   prefix: prefix!,
-  partitions: cfg.KAFKA_PARTITIONS,
   groupId,
   occupancyRule: { ...DEFAULT_OCCUPANCY_RULE, minDurationMs: Number(minDurationMs) },
   commitIntervalMs: Number(commitIntervalMs),

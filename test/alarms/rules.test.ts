@@ -69,7 +69,6 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
       log: stack.api.services.log,
       publisher: stack.publisher,
       prefix: stack.cfg.KAFKA_TOPIC_PREFIX,
-      partitions: stack.cfg.KAFKA_PARTITIONS,
       commitIntervalMs: 0,
       tickMs: 300,
     });

@@ -4,18 +4,10 @@ import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import type { Config } from '../../lib/config.js';
 import { createKafka, createProducer, createPublisher, type Publisher } from '../../lib/kafka.js';
 import { createLogger } from '../../lib/logger.js';
-import {
-  alarmTopicName,
-  decodeAlarmEvent,
-  derivedTopicNames,
-  encodeConnectorHealthChange,
-  encodeOccupancyUpdate,
-  type AlarmEvent,
-  type ConnectorHealth,
-  type ConnectorHealthChange,
-  type OccupancyUpdate,
-} from '../../lib/events.js';
-import { ensureAlarmTopics, runAlarmRules, type AlarmRulesOptions, type RunningAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
+import { alarmTopicName, derivedTopicNames } from '../../lib/topology.js';
+import { decodeAlarmEvent, type AlarmEvent } from '../../lib/events/alarms.js';
+import { encodeConnectorHealthChange, encodeOccupancyUpdate, type ConnectorHealth, type ConnectorHealthChange, type OccupancyUpdate } from '../../lib/events/derived.js';
+import { runAlarmRules, type AlarmRulesOptions, type RunningAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
@@ -61,7 +53,7 @@ export async function openAlarmStack(producerCount = 4, opts: { rules?: boolean 
     producers: [],
     tap: undefined as unknown as AlarmTap,
     async startRules(opts = {}) {
-      stack.rules = await runAlarmRules({ kafka, db: api.services.db, log, publisher, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300, commitIntervalMs: 0, relayAfterMs: 1_000, ...opts });
+      stack.rules = await runAlarmRules({ kafka, db: api.services.db, log, publisher, prefix, tickMs: 300, commitIntervalMs: 0, relayAfterMs: 1_000, ...opts });
       return stack.rules;
     },
     async close() {
@@ -72,9 +64,8 @@ export async function openAlarmStack(producerCount = 4, opts: { rules?: boolean 
       await api.close();
     },
   };
-  // The rule consumer creates the input and alarm topics; the tap and producers need them.
+  // The api's start-up created the stack's topics (ensureTopology).
   if (opts.rules ?? true) await stack.startRules();
-  else await ensureAlarmTopics(kafka, prefix, cfg.KAFKA_PARTITIONS);
   stack.tap = await AlarmTap.start(cfg);
   for (let i = 0; i < producerCount; i++) {
     const p = createProducer(kafka);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { derivedTopicNames } from '../../lib/events.js';
+import { derivedTopicNames } from '../../lib/topology.js';
 import { one, sql } from '../../postgres/client.js';
 import { runProcessors, type RunningProcessors } from '../../pipeline/processors/run.js';
 import { runEventsSink, type RunningEventsSink } from '../../pipeline/sink/events-sink.js';

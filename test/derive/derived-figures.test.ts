@@ -8,7 +8,7 @@ import { venueDwell } from '../../domain/analytics/dwell.js';
 import { predictOccupancy } from '../../domain/analytics/predictions.js';
 import { visitorScoring } from '../../domain/analytics/scoring.js';
 import { getTelemetry } from '../../domain/telemetry/telemetry.js';
-import type { CanonicalEvent } from '../../lib/events.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
 import { JsonStream } from '../../lib/json-stream.js';
 import { createLogger } from '../../lib/logger.js';
 import { startDeriveJob, type RunningDerive } from '../../pipeline/derive/job.js';

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue } from '../support/tenants.js';
 import { request } from '../support/http.js';
-import { decodeEventMessage, encodeEventMessages, type DecodedEvent } from '../../lib/events.js';
+import { decodeEventMessage, encodeEventMessages, type DecodedEvent } from '../../lib/events/wire.js';
 import { STREAM_SOURCES, type StreamSource } from '../../apps/edge/sources.js';
 import { Client, freePort, ingestDensity, sleep, startTestEdge, type TestEdge } from './support.js';
 

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
-import { alarmTopicName, derivedTopicNames, encodeAlarmEvent, encodeOccupancyUpdate, type OccupancyUpdate } from '../../lib/events.js';
+import { alarmTopicName, derivedTopicNames } from '../../lib/topology.js';
+import { encodeAlarmEvent } from '../../lib/events/alarms.js';
+import { encodeOccupancyUpdate, type OccupancyUpdate } from '../../lib/events/derived.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { Client, startTestEdge, type TestEdge } from './support.js';

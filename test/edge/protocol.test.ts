@@ -295,7 +295,7 @@ describe('tenant isolation', () => {
     const c = await open(alice.key);
     await c.subscribe(1, aliceVenue, ['entries']);
     const { Kafka, logLevel } = await import('kafkajs');
-    const { encodeEventMessages } = await import('../../lib/events.js');
+    const { encodeEventMessages } = await import('../../lib/events/wire.js');
     const kafka = new Kafka({ brokers: edge.cfg.KAFKA_BROKERS, clientId: 'edge-test', logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
     await producer.connect();

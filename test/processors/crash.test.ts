@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin } from 'kafkajs';
-import type { CanonicalEvent } from '../../lib/events.js';
-import { ProcessorRuntime, type Processor } from '../../pipeline/processors/runtime.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
+import { ProcessorRuntime } from '../../pipeline/processors/runtime.js';
+import type { Processor } from '../../pipeline/processors/processor.js';
 import { createOccupancyProcessor } from '../../pipeline/processors/occupancy.js';
+import { VenueInfos } from '../../pipeline/processors/venues.js';
 import { committedToEnd, deviceId, event, newVenue, openProcHarness, produce, readAll, waitFor, type ProcHarness } from './harness.js';
 
 const MINUTE = 60_000;
@@ -124,7 +126,7 @@ describe('a second instance joining mid-stream', () => {
     const start = () =>
       Promise.all(
         [
-          createOccupancyProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.occupancy }),
+          createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy }),
         ].map(async (p) => {
           const rt = new ProcessorRuntime(p as Processor<unknown>, { kafka: h.kafka, log: h.log, prefix: h.prefix, partitions: h.cfg.KAFKA_PARTITIONS, tickMs: 300 });
           await rt.start();
@@ -153,7 +155,7 @@ describe('a second instance joining mid-stream', () => {
 describe('a member that lost a partition and has not noticed yet', () => {
   it('can no longer commit for it once the new owner took the partition, and the owner outputs exactly once', async () => {
     const h = fencedOut;
-    const processor = createOccupancyProcessor({ db: h.db, inputTopic: h.topics.events, outputTopic: h.derived.occupancy });
+    const processor = createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy });
     const rt = new ProcessorRuntime(processor as Processor<unknown>, { kafka: h.kafka, log: h.log, prefix: h.prefix, partitions: h.cfg.KAFKA_PARTITIONS, tickMs: 300 });
     // The previous owner of every partition, each in the middle of a transaction that wrote an output.
     const previous = await Promise.all(

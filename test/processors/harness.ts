@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Admin, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import { testConfig } from '../support/env.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
-import { createKafka, createProducer, ensureTopics } from '../../lib/kafka.js';
-import { derivedTopicNames, encodeEventMessages, type CanonicalEvent, type DerivedTopics, type Topics } from '../../lib/events.js';
+import { createKafka, createProducer } from '../../lib/kafka.js';
+import { derivedTopicNames, ensureTopology, type DerivedTopics, type Topics } from '../../lib/topology.js';
+import { encodeEventMessages } from '../../lib/events/wire.js';
+import { type CanonicalEvent } from '../../lib/events/canonical.js';
 import type { Config } from '../../lib/config.js';
 import { createCh, type Ch } from '../../clickhouse/client.js';
 import { createDb, one, sql, type Db } from '../../postgres/client.js';
-import { ensureDerivedTopics, runProcessors, type RunningProcessors } from '../../pipeline/processors/run.js';
+import { runProcessors, type RunningProcessors } from '../../pipeline/processors/run.js';
 import { waitFor } from '../pipeline/harness.js';
 
 export { deviceId, event, waitFor } from '../pipeline/harness.js';
@@ -33,8 +35,7 @@ export async function openProcHarness(prefix = `${testConfig().KAFKA_TOPIC_PREFI
   const kafka = createKafka(cfg, log, `proc-test-${randomUUID().slice(0, 8)}`);
   const topics: Topics = { events: `${prefix}.events.v1`, deadLetter: `${prefix}.events.dlq.v1` };
   const derived = derivedTopicNames(prefix);
-  await ensureTopics(kafka, cfg, topics);
-  await ensureDerivedTopics(kafka, derived, cfg.KAFKA_PARTITIONS);
+  await ensureTopology(kafka, { KAFKA_TOPIC_PREFIX: prefix, KAFKA_PARTITIONS: cfg.KAFKA_PARTITIONS });
   const admin = kafka.admin();
   await admin.connect();
   const producer = createProducer(kafka);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createPublisher, type Publisher } from '../../lib/kafka.js';
 import { createRedis } from '../../lib/redis.js';
-import { decodeConnectorHealthChange, type ConnectorHealthChange } from '../../lib/events.js';
+import { decodeConnectorHealthChange, type ConnectorHealthChange } from '../../lib/events/derived.js';
 import { one, sql } from '../../postgres/client.js';
 import { ingestBatch, type IngestDeps } from '../../domain/ingest/ingest.js';
 import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';

@@ -7,11 +7,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { encodeEventMessages, type AlarmSeverity, type CanonicalEvent, type OccupancyUpdate } from '../../lib/events.js';
+import { encodeEventMessages } from '../../lib/events/wire.js';
+import { type AlarmSeverity } from '../../lib/events/alarms.js';
+import { type CanonicalEvent } from '../../lib/events/canonical.js';
+import { type OccupancyUpdate } from '../../lib/events/derived.js';
 import { DEFAULT_OCCUPANCY_RULE, occupancySeverity } from '../../domain/alarms/rules.js';
 import { createLogger } from '../../lib/logger.js';
 import { createOccupancyProcessor, type OccupancyState, type UnreflectedReason } from '../../pipeline/processors/occupancy.js';
-import type { InputMessage, Processor, ProcessorContext } from '../../pipeline/processors/runtime.js';
+import type { InputMessage, Processor, ProcessorContext } from '../../pipeline/processors/processor.js';
 import type { VenueInfo, VenueLookup } from '../../pipeline/processors/venues.js';
 
 const MINUTE = 60_000;
@@ -32,28 +35,26 @@ const infos = new Map<string, VenueInfo>([
   [
     A,
     {
-      id: A,
       operator_id: OPERATOR,
       timezone: 'UTC',
-      plan: 'pro',
       is_active: true,
       occupancy_reset_hour: HOURS[A]!,
       zones: [
-        { id: DOOR, name: 'Door', type: 'entrance', capacity: null },
-        { id: HALL, name: 'Hall', type: 'area', capacity: 40 },
+        { id: DOOR, type: 'entrance', capacity: null },
+        { id: HALL, type: 'area', capacity: 40 },
       ],
       integrations: [],
-    } as VenueInfo,
+    },
   ],
-  [B, { id: B, operator_id: OPERATOR, timezone: 'UTC', plan: 'pro', is_active: true, occupancy_reset_hour: HOURS[B]!, zones: [], integrations: [] } as VenueInfo],
+  [B, { operator_id: OPERATOR, timezone: 'UTC', is_active: true, occupancy_reset_hour: HOURS[B]!, zones: [], integrations: [] }],
 ]);
 
 const lookup: VenueLookup = {
   async resolve(ids) {
     return new Map([...ids].flatMap((id) => (infos.has(id) ? [[id, infos.get(id)!] as const] : [])));
   },
-  async withZone(venueId, _zoneId, known) {
-    return known.get(venueId);
+  async refresh(venueId) {
+    return infos.get(venueId);
   },
 };
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chRows, chsql } from '../../clickhouse/client.js';
-import { encodeEventMessages, type CanonicalEvent } from '../../lib/events.js';
+import { encodeEventMessages } from '../../lib/events/wire.js';
+import { type CanonicalEvent } from '../../lib/events/canonical.js';
 import { venueOccupancy } from '../../domain/analytics/occupancy.js';
 import type { RunningProcessors } from '../../pipeline/processors/run.js';
 import { committedToEnd, event, newVenue, openProcHarness, produce, startProcessors, waitFor, type ProcHarness } from './harness.js';

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVenue, getVenue, listVenues, updateVenue } from '../../domain/venues/venues.js';
-import { encodeEventMessages, type OccupancyUpdate } from '../../lib/events.js';
+import { encodeEventMessages } from '../../lib/events/wire.js';
+import { type OccupancyUpdate } from '../../lib/events/derived.js';
 import { createOccupancyProcessor } from '../../pipeline/processors/occupancy.js';
-import type { ProcessorContext } from '../../pipeline/processors/runtime.js';
+import type { ProcessorContext } from '../../pipeline/processors/processor.js';
+import { VenueInfos } from '../../pipeline/processors/venues.js';
 import { event, newVenue, openProcHarness, type ProcHarness } from './harness.js';
 
 const MINUTE = 60_000;
@@ -47,7 +49,7 @@ describe('the occupancy processor and the reset hour', () => {
     const venue = await newVenue(h.db, { resetHour: 4 });
     // Venue contexts read fresh from Postgres on every batch.
     const reports: string[] = [];
-    const proc = createOccupancyProcessor({ db: h.db, contextTtlMs: 0, inputTopic: 'events', outputTopic: 'occupancy', unreflected: (_v, reason, n) => reports.push(`${reason}:${n}`) });
+    const proc = createOccupancyProcessor({ venues: new VenueInfos(h.db, 0), inputTopic: 'events', outputTopic: 'occupancy', unreflected: (_v, reason, n) => reports.push(`${reason}:${n}`) });
     const state = proc.createState();
     const ctx = (caughtUp = false, now = Date.now()): ProcessorContext => ({ partition: 0, now, caughtUp, log: h.log });
     const day = Date.UTC(2026, 0, 15);

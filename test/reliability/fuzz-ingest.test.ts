@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONNECTORS } from '../../domain/ingest/connectors/index.js';
-import { CONNECTOR_TYPES, EVENT_TYPES } from '../../lib/events.js';
+import { CONNECTOR_TYPES, EVENT_TYPES } from '../../lib/events/vocabulary.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { checkProperty, encodeLoosely, isEnvelope, junkHeaderValue, junkNumber, junkString, junkValue, leaksOf, newVictim, rawRequest, type Victim } from './support.js';

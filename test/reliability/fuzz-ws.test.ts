@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TELEMETRY_KEYS } from '../../lib/events.js';
+import { TELEMETRY_KEYS } from '../../lib/events/vocabulary.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { Client, ingestDensity, startTestEdge, type Msg, type TestEdge } from '../edge/support.js';

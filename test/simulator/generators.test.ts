@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CONNECTOR_TYPES } from '../../lib/events.js';
+import { CONNECTOR_TYPES } from '../../lib/events/vocabulary.js';
 import { TrafficState, type TrafficOptions } from '../../simulator/model.js';
 import { localDate, localParts, zonedTime } from '../../simulator/time.js';
 import { generate, type GeneratedEvent } from '../../simulator/traffic/index.js';

@@ -10,7 +10,8 @@ import { CONNECTORS } from '../../domain/ingest/connectors/index.js';
 import { Pseudonyms } from '../../domain/ingest/pseudonyms.js';
 import { RECEIVERS, type Receiver } from '../../domain/ingest/receivers/index.js';
 import { Throughput } from '../../domain/system/throughput.js';
-import { derivedTopicNames, type ConnectorType } from '../../lib/events.js';
+import { derivedTopicNames } from '../../lib/topology.js';
+import type { ConnectorType } from '../../lib/events/vocabulary.js';
 import { createLogger } from '../../lib/logger.js';
 import { keyringFromConfig } from '../../lib/secret-box.js';
 import { httpsRequest, jsonOf } from '../../pipeline/pollers/http.js';
@@ -27,6 +28,7 @@ import { runSimulation, type RunStats, type SentBatch } from '../../simulator/ru
 import { generate, type GeneratedEvent } from '../../simulator/traffic/index.js';
 import { VENUE_TEMPLATES, type SimVenue } from '../../simulator/venues.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
+import { waitlessClock } from './clock.js';
 
 /**
  * `npm run simulate -- --native` (docs/simulator.md, "Native mode"): the translation into each
@@ -562,11 +564,13 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
 describe('native mode: the webhook sender', () => {
   it('waits Retry-After on 429 and resends (per integration), resends after a 503, counts a 401 as refused, and stops the run on 404', async () => {
     const seen: Array<{ path: string; at: number; signature: string | undefined }> = [];
+    // The sender's waits move this clock on instead of taking real time; the server reads it too.
+    const clock = waitlessClock();
     let answers: Array<{ status: number; headers?: Record<string, string>; body: unknown }> = [];
     const server = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        seen.push({ path: req.url ?? '', at: Date.now(), signature: req.headers['verkada-signature'] as string | undefined });
+        seen.push({ path: req.url ?? '', at: clock.now(), signature: req.headers['verkada-signature'] as string | undefined });
         const a = answers.shift() ?? { status: 200, body: { accepted: 1, rejected: 0, ignored: 0 } };
         res.writeHead(a.status, { 'content-type': 'application/json', ...a.headers });
         res.end(JSON.stringify(a.body));
@@ -575,7 +579,7 @@ describe('native mode: the webhook sender', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const sender = new HookSender({ url, log });
+      const sender = new HookSender({ url, log, clock });
       let signedAt: number[] = [];
       const d: Delivery = {
         integrationId: '20000000-0000-4000-8000-000000000001',
@@ -589,12 +593,12 @@ describe('native mode: the webhook sender', () => {
         kind: 'verkada sensor_alert',
       };
       answers = [{ status: 429, headers: { 'retry-after': '1' }, body: { error: 'rate limited' } }, { status: 503, headers: { 'retry-after': '1' }, body: { error: 'kafka' } }];
-      const began = Date.now();
+      const began = clock.now();
       expect(await sender.deliver(d)).toEqual({ status: 200, accepted: 1, rejected: 0, ignored: 0 });
       expect(seen).toHaveLength(3);
       expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(950);
       expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(950);
-      expect(Date.now() - began).toBeGreaterThanOrEqual(1900);
+      expect(clock.now() - began).toBeGreaterThanOrEqual(1900);
       expect(seen.every((x) => x.path === `/hooks/${d.integrationId}`)).toBe(true);
       // Signed again for each attempt.
       expect(signedAt).toHaveLength(3);

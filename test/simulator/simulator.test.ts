@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONNECTOR_TYPES } from '../../lib/events.js';
+import { CONNECTOR_TYPES } from '../../lib/events/vocabulary.js';
 import { createLogger } from '../../lib/logger.js';
+import { limiterFor } from '../../apps/api/middleware/rate-limit.js';
 import { ApiClient } from '../../simulator/client.js';
 import { loadState, saveState, setUpFleet, type Fleet } from '../../simulator/fleet.js';
 import { TrafficState } from '../../simulator/model.js';
@@ -12,6 +13,7 @@ import { localDate, localParts, zonedTime, addDays } from '../../simulator/time.
 import { VENUE_TEMPLATES } from '../../simulator/venues.js';
 import { startApi, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
+import { waitlessClock } from './clock.js';
 import { newOperator } from '../support/tenants.js';
 
 const log = createLogger('simulator-test', 'silent');
@@ -300,25 +302,34 @@ describe('fleet simulator against a real API', () => {
   });
 
   it('honours 429 Retry-After: waits for the window, resends, and the batch is stored once', async () => {
-    const client = newClient();
-    const fleet = await setUpFleet({ client, log, operatorName: 'Sim Limits', plan: 'pro', venues: 1, adminSecret: admin });
+    const fleet = await setUpFleet({ client: newClient(), log, operatorName: 'Sim Limits', plan: 'pro', venues: 1, adminSecret: admin });
     const key = fleet.state.operator.key;
-    // Windows are whole clock minutes, so the test lasts until the next one begins. Only a burst
-    // that could straddle that boundary waits for it first.
-    const intoMinute = Date.now() % 60_000;
-    if (intoMinute > 54_000) await new Promise((r) => setTimeout(r, 60_250 - intoMinute));
-    // Use up the operator's 100 ingest requests of this minute.
-    await Promise.all(Array.from({ length: 100 }, () => request(`${api.url}/ingest`, { key, json: { events: [] } })));
-    const probe = await request(`${api.url}/ingest`, { key, json: { events: [] } });
-    expect(probe.status).toBe(429);
-    const retryAfter = Number(probe.headers.get('retry-after'));
-    const events = Array.from({ length: 5 }, (_, i) => ({ type: 'heartbeat', timestamp: new Date(Date.now() - i * 1000).toISOString(), payload: { status: 'ok' } }));
-    const began = Date.now();
-    const answer = await client.ingest(fleet.venues[0]!.id, 'meraki', events);
-    expect(answer).toMatchObject({ accepted: 5, rejected: 0 });
-    expect(client.stats.rateLimited).toBeGreaterThanOrEqual(1);
-    expect(Date.now() - began).toBeGreaterThanOrEqual((retryAfter - 1) * 1000);
-    const usage = await request(`${api.url}/api/usage`, { key });
-    expect(usage.body.ingestEvents.used).toBe(5);
-  }, 120_000);
+    // The API's limiter and the client share a clock that moves on only while the client waits:
+    // the window ends once the client has waited its Retry-After, and nobody waits in real time.
+    const clock = waitlessClock();
+    const limiter = limiterFor(api.services.redis, api.services.cfg) as unknown as { now: () => number };
+    const realNow = limiter.now;
+    // A second into a window of its own, so the burst below never straddles two.
+    clock.advance((Math.floor(Date.now() / 60_000) + 1) * 60_000 + 1000 - Date.now());
+    limiter.now = clock.now;
+    try {
+      // Use up the operator's 100 ingest requests of this minute.
+      await Promise.all(Array.from({ length: 100 }, () => request(`${api.url}/ingest`, { key, json: { events: [] } })));
+      const probe = await request(`${api.url}/ingest`, { key, json: { events: [] } });
+      expect(probe.status).toBe(429);
+      const retryAfter = Number(probe.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThan(30);
+      const events = Array.from({ length: 5 }, (_, i) => ({ type: 'heartbeat', timestamp: new Date(Date.now() - i * 1000).toISOString(), payload: { status: 'ok' } }));
+      const client = new ApiClient({ url: api.url, log, key, clock });
+      const began = clock.now();
+      const answer = await client.ingest(fleet.venues[0]!.id, 'meraki', events);
+      expect(answer).toMatchObject({ accepted: 5, rejected: 0 });
+      expect(client.stats.rateLimited).toBeGreaterThanOrEqual(1);
+      expect(clock.now() - began).toBeGreaterThanOrEqual((retryAfter - 1) * 1000);
+      const usage = await request(`${api.url}/api/usage`, { key });
+      expect(usage.body.ingestEvents.used).toBe(5);
+    } finally {
+      limiter.now = realNow;
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../lib/config.js';
-import { derivedTopicNames } from '../../lib/events.js';
+import { derivedTopicNames } from '../../lib/topology.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
@@ -43,7 +43,7 @@ export async function startServiceStack(name: string): Promise<ServiceStack> {
       derived: derivedTopicNames(prefix), batchRows: 5000, batchMs: 100, drainMs: 5000, tickMs: 300,
     });
     stops.push(() => processors.stop());
-    const rules = await runAlarmRules({ kafka, db, log, publisher, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300, commitIntervalMs: 0 });
+    const rules = await runAlarmRules({ kafka, db, log, publisher, prefix, tickMs: 300, commitIntervalMs: 0 });
     stops.push(() => rules.stop());
     return { cfg, overrides, api, log, stops, close };
   } catch (err) {

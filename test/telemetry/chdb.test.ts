@@ -6,7 +6,7 @@ import { operatorActivitySql, operatorEventCountSql } from '../../clickhouse/que
 import { insertEvents, storedEventIdsSql, storedOffsetsSql } from '../../clickhouse/queries/events.js';
 import { activePartitionsSql, dropPartitionSql, optimizePartitionSql, splitPartitionsSql } from '../../clickhouse/queries/retention.js';
 import { AGGREGATIONS, telemetryPointsSql, telemetrySeriesSql, type EpochSeriesQuery, type SeriesQuery } from '../../clickhouse/queries/telemetry.js';
-import type { CanonicalEvent } from '../../lib/events.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { planBuckets } from '../../domain/telemetry/buckets.js';
 import { openChdb } from '../support/chdb.js';

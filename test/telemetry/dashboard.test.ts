@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CanonicalEvent } from '../../lib/events.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
 import { startApi, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { CanonicalEvent } from '../../lib/events.js';
+import type { CanonicalEvent } from '../../lib/events/canonical.js';
 
 /**
  * Expected telemetry computed from the events a test sent, independently of the service: its own

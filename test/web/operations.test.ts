@@ -78,6 +78,11 @@ async function signIn(key: string, width = 1366, height = 768, init?: string, ho
 }
 
 // Evaluated in the page (strings: the test's tsconfig has no DOM types).
+/** Every section has its answer (none says "Loading…"), and the charts drawn with it have been laid out. */
+const loaded = async (page: Page) => {
+  await page.waitForFunction(`![...document.querySelectorAll('.status')].some((s) => s.textContent.startsWith('Loading'))`);
+  await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+};
 const noSidewaysScroll = (page: Page) => page.evaluate('({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })') as Promise<{ scroll: number; inner: number }>;
 
 describe('the operations views in Chromium, against the running stack', () => {
@@ -269,7 +274,7 @@ describe('the operations views in Chromium, against the running stack', () => {
       for (const [hash, ready] of views) {
         await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
         await page.locator(ready).first().waitFor();
-        await page.waitForTimeout(150); // charts are drawn once their data arrives
+        await loaded(page);
         const m = await noSidewaysScroll(page);
         expect(m.scroll, `${hash} at ${width} px`).toBeLessThanOrEqual(m.inner);
         // The portfolio and alarm tables fit their card: nothing to scroll to inside it either.

@@ -26,9 +26,11 @@ export interface WebStack {
   close(): Promise<void>;
 }
 
-export async function startWebStack(): Promise<WebStack> {
+/** `edge`: settings of the edge only (e.g. a shorter key re-check, so a test need not wait 5 s for it). */
+export async function startWebStack(opts: { edge?: Partial<Record<keyof Config, string>> } = {}): Promise<WebStack> {
   ensureWebBuild(repoPath(), () => undefined);
-  const { cfg, overrides, api, stops, close } = await startServiceStack('web');
+  const { cfg, overrides: shared, api, stops, close } = await startServiceStack('web');
+  const overrides = { ...shared, ...opts.edge };
   try {
     let edge = await startTestEdge(overrides);
     stops.push(() => edge.close());

@@ -2,11 +2,11 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { countUsage } from '../../../domain/limits/quotas.js';
 import type { RateLimiter } from '../../../domain/limits/rate-limit.js';
-import { countRequests, refuseKnownOverLimit } from '../middleware/rate-limit.js';
 import { JsonStream } from '../../../lib/json-stream.js';
 import { parseInput } from '../../../lib/validate.js';
 import type { ApiDeps } from '../deps.js';
-import { adminAuth, bearerAuth, limitingFailures } from '../middleware/auth.js';
+import { adminAuth, limitingFailures } from '../middleware/auth.js';
+import { bearerCaller } from '../middleware/bearer.js';
 import { readJsonBody } from '../middleware/body.js';
 import { invoke } from '../operations/invoke.js';
 import { koaPath, meteringOf, Reply, type AnyOperation, type BearerContext, type OperationContext } from '../operations/operation.js';
@@ -33,13 +33,11 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
     router[op.method](koaPath(op.path), async (ctx: Context) => {
       let context: OperationContext | BearerContext = { deps, log: ctx.state.log, operations };
       if (op.auth === 'admin') await limitingFailures(limiter, ctx, () => adminAuth(cfg.ADMIN_SECRET, ctx));
-      if (op.auth === 'bearer') {
-        if (metering) refuseKnownOverLimit(limiter, ctx, metering.rate);
-        const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
-        ctx.state.log = ctx.state.log.child({ operatorId: operator.id });
+      if (op.auth === 'bearer' && metering) {
+        const { operator, apiKey, count } = await bearerCaller(db, limiter, ctx, metering.rate);
         context = { deps, log: ctx.state.log, operations, operator, apiKey };
-        if (limiter && metering) await countRequests(limiter, ctx, { operatorId: operator.id, apiKey }, metering.rate);
-        if (metering && metering.quota !== 'none') await countUsage(db, operator, metering.quota);
+        await count();
+        if (metering.quota !== 'none') await countUsage(db, operator, metering.quota);
       }
       const body = op.body ? await readJsonBody(ctx, { checkedPerItem: op.checkedPerItem }) : undefined;
       const input = {

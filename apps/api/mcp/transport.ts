@@ -6,10 +6,9 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, DEFAULT_NEGOTIATED_PROTOCOL_VERSION, ErrorCode as RpcError, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { countUsage } from '../../../domain/limits/quotas.js';
 import type { RateLimiter } from '../../../domain/limits/rate-limit.js';
-import { countRequests, refuseKnownOverLimit } from '../middleware/rate-limit.js';
 import { AppError } from '../../../lib/errors.js';
 import type { ApiDeps } from '../deps.js';
-import { bearerAuth, limitingFailures } from '../middleware/auth.js';
+import { bearerCaller } from '../middleware/bearer.js';
 import { readJsonBody } from '../middleware/body.js';
 import type { AnyOperation, BearerContext } from '../operations/operation.js';
 import { ResultBudget, toolsFrom, type GeneratedTool } from './tools.js';
@@ -64,9 +63,7 @@ export function mountMcp(router: Router, deps: ApiDeps, operations: readonly Any
   const tools = toolsFrom(operations);
   const { db } = deps.services;
   router.post(MCP_PATH, async (ctx: Context) => {
-    refuseKnownOverLimit(limiter, ctx, 'api');
-    const { operator, apiKey } = await limitingFailures(limiter, ctx, () => bearerAuth(db, ctx));
-    ctx.state.log = ctx.state.log.child({ operatorId: operator.id, transport: 'mcp' });
+    const { operator, apiKey, count } = await bearerCaller(db, limiter, ctx, 'api', { transport: 'mcp' });
     // Lone surrogates under `params` (tool names, arguments) are left to the tool's own validation,
     // so an agent gets a tool error it can act on instead of an HTTP 400 its SDK cannot read.
     const body = await readJsonBody(ctx, { checkedPerItem: 'params' });
@@ -80,7 +77,7 @@ export function mountMcp(router: Router, deps: ApiDeps, operations: readonly Any
       }
     }
     // Each message of a batch is a request of the rate limit, as if sent on its own.
-    if (limiter) await countRequests(limiter, ctx, { operatorId: operator.id, apiKey }, 'api', messages);
+    await count(messages);
     const server = serverFor(tools, { deps, log: ctx.state.log, operations, operator, apiKey });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.on('close', () => {

@@ -74,7 +74,7 @@ export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
       appErr = new AppError(405, 'METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`, { allowed }, { Allow: allowed.join(', ') });
     }
     // A 501 is an unknown method: the client's doing, not a failure to log.
-    if (appErr.status === 503 && !(err instanceof AppError)) ctx.state.log?.warn({ err: (err as Error).message }, 'engine unreachable; answered 503');
+    if (appErr.status === 503 && !(err instanceof AppError)) ctx.state.log?.warn({ err }, 'engine unreachable; answered 503');
     else if (appErr.status >= 500 && appErr.status !== 501) ctx.state.log?.error({ err }, 'request failed');
     else if (err instanceof pg.DatabaseError) ctx.state.log?.warn({ err }, 'input reached Postgres unvalidated; validate it in the route');
     ctx.status = appErr.status;

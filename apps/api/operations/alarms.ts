@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { acknowledgeAlarm, clearAlarm, listAlarms } from '../../../domain/alarms/alarms.js';
 import type { AlarmEventBus } from '../../../domain/alarms/events.js';
 import { getVenueAlarmRules, resetVenueAlarmRules, setVenueAlarmRules } from '../../../domain/alarms/rule-settings.js';
-import { ALARM_SEVERITIES, ALARM_STATUSES, alarmSchema, alarmTopicName } from '../../../lib/events.js';
+import { alarmTopicName } from '../../../lib/topology.js';
+import { ALARM_SEVERITIES, ALARM_STATUSES, alarmSchema } from '../../../lib/events/alarms.js';
 import { operation, type BearerContext } from './operation.js';
 import { pageQuery, timestamp, uuid, VENUE_ERRORS, venueParams } from './schemas.js';
 

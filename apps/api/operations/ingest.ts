@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CONNECTOR_TYPES, EVENT_TYPES } from '../../../lib/events.js';
+import { CONNECTOR_TYPES, EVENT_TYPES } from '../../../lib/events/vocabulary.js';
 import { ingestDepsOf } from '../deps.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST } from '../../../domain/ingest/ingest.js';
 import { IDEMPOTENCY_WINDOW_S } from '../../../domain/ingest/idempotency.js';

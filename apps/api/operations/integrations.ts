@@ -7,7 +7,7 @@ import {
   updateIntegration,
 } from '../../../domain/integrations/integrations.js';
 import { createIntegrationBody, REDACTED_MARKER } from '../../../domain/integrations/config-schemas.js';
-import { CONNECTOR_TYPES } from '../../../lib/events.js';
+import { CONNECTOR_TYPES } from '../../../lib/events/vocabulary.js';
 import { operation } from './operation.js';
 import { deletedResponse, integrationParams, serverOwned, timestamp, VENUE_ERRORS, venueParams } from './schemas.js';
 

@@ -44,6 +44,6 @@ export const keyOperations = [
     metering: unmetered,
     response: { status: 200, description: 'the new key, returned only here', schema: rotatedKey },
     errors: [],
-    handler: ({}, { deps, operator, apiKey }) => rotateOwnKey(deps.services.db, operator.id, apiKey),
+    handler: (_input, { deps, operator, apiKey }) => rotateOwnKey(deps.services.db, operator.id, apiKey),
   }),
 ];

@@ -3,7 +3,7 @@ import { AGGREGATIONS } from '../../../clickhouse/queries/telemetry.js';
 import { TELEMETRY_POINT_CAP } from '../../../domain/telemetry/buckets.js';
 import { isLargeRead } from '../../../domain/limits/query-limits.js';
 import { FILLS, getTelemetry } from '../../../domain/telemetry/telemetry.js';
-import { MAX_TS_MS, TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/events.js';
+import { MAX_TS_MS, TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/events/vocabulary.js';
 import { operation } from './operation.js';
 import { queryInt, uuid, VENUE_ERRORS, venueParams } from './schemas.js';
 

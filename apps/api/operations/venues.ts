@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createVenue, deleteVenue, getVenue, HARDWARE_TYPES, ianaTimezone, listVenues, updateVenue } from '../../../domain/venues/venues.js';
 import { ZONE_TYPES } from '../../../domain/zones/zones.js';
-import { CONNECTOR_TYPES } from '../../../lib/events.js';
+import { CONNECTOR_TYPES } from '../../../lib/events/vocabulary.js';
 import { displayText } from '../../../lib/validate.js';
 import { operation } from './operation.js';
 import { deletedResponse, pageQuery, serverOwned, timestamp, VENUE_ERRORS, venueParams } from './schemas.js';

@@ -24,7 +24,6 @@ export function portfolioView(ctx: ViewContext): View {
   let rows: PortfolioVenue[] = [];
   const livePushed = new Map<string, { value: number; updated_at: string }>();
   let timer: ReturnType<typeof setTimeout> | undefined;
-  let poll: ReturnType<typeof setInterval> | undefined;
   let eventsChart: uPlot | null = null;
 
   const renderVenues = () => {
@@ -72,7 +71,7 @@ export function portfolioView(ctx: ViewContext): View {
 
   clearStatus(venues.status, 'Loading venues…');
   void load();
-  poll = setInterval(() => void load(), 60_000);
+  const poll = setInterval(() => void load(), 60_000);
 
   clearStatus(stats.status, 'Loading…');
   api.stats().then(

@@ -1,50 +1,14 @@
 // Setup from the page (#/setup, #/venues/<id>/setup): venues, zones, integrations (secrets
 // write-only), alarm thresholds, and rotating the key. Every 400 is shown beside the field it names.
+// The zones and thresholds cards are in zones-card.ts and rules-card.ts.
 
-import { api, ApiError, type AlarmRules, type Integration, type Venue, type VenueDetail, type Zone } from './api.js';
+import { api, ApiError, type Integration, type Venue, type VenueDetail } from './api.js';
 import { clearStatus, fill, h, section, showError } from './dom.js';
-import { form, numOrNull, REDACTED, type Field } from './forms.js';
-import { BROWSER_TZ } from './format.js';
+import { form, REDACTED, type Field } from './forms.js';
+import { rulesCard } from './rules-card.js';
+import { timezoneList, venueBody, venueFields } from './venue-form.js';
 import type { View } from './views.js';
-
-const HARDWARE = ['meraki', 'aruba', 'unifi', 'mywifi', 'square', 'density', 'verkada', 'other'];
-const ZONE_TYPES: Array<[string, string]> = [
-  ['area', 'Area (people inside)'],
-  ['entrance', 'Entrance'],
-  ['exit', 'Exit'],
-  ['counter', 'Counter'],
-];
-
-/** '' → null (clears an optional field on update). */
-const textOrNull = (s: string | undefined): string | null => (s ? s : null);
-
-function timezoneList(): HTMLDataListElement {
-  const zones = (Intl as unknown as { supportedValuesOf?: (k: string) => string[] }).supportedValuesOf?.('timeZone') ?? [];
-  return h('datalist', { id: 'timezones' }, ...zones.map((z) => h('option', { value: z })));
-}
-
-function venueFields(v?: Partial<VenueDetail> & { occupancy_reset_hour?: number }): Field[] {
-  return [
-    { name: 'name', label: 'Name', required: true, value: v?.name },
-    { name: 'timezone', label: 'Time zone', required: true, value: v?.timezone ?? BROWSER_TZ, hint: 'IANA name, e.g. Europe/Berlin: every time of the venue is shown in it.' },
-    { name: 'address', label: 'Address', value: v?.address },
-    { name: 'lat', label: 'Latitude', kind: 'number', value: v?.lat },
-    { name: 'lng', label: 'Longitude', kind: 'number', value: v?.lng },
-    { name: 'hardware_type', label: 'Main hardware', kind: 'select', options: [['', '—'], ...HARDWARE.map((x): [string, string] => [x, x])], value: v?.hardware_type ?? '' },
-    { name: 'occupancy_reset_hour', label: 'Occupancy reset hour', kind: 'number', step: '1', value: v?.occupancy_reset_hour ?? 4, hint: 'Venue-local hour (0–23) at which live occupancy goes back to 0 while the venue is closed.' },
-  ];
-}
-const venueBody = (x: Record<string, string>, update: boolean) => {
-  const body: Record<string, unknown> = { name: x.name, timezone: x.timezone };
-  const addr = textOrNull(x.address);
-  const hw = textOrNull(x.hardware_type);
-  if (update || addr !== null) body.address = addr;
-  if (update || x.lat) body.lat = numOrNull(x.lat);
-  if (update || x.lng) body.lng = numOrNull(x.lng);
-  if (update || hw !== null) body.hardware_type = hw;
-  if (x.occupancy_reset_hour) body.occupancy_reset_hour = numOrNull(x.occupancy_reset_hour);
-  return body;
-};
+import { zonesCard } from './zones-card.js';
 
 // -------------------------------------------------------------------------------------- #/setup
 
@@ -150,83 +114,6 @@ function venueCard(v: VenueDetail): HTMLElement {
   });
   f.root.querySelector('input[name=timezone]')?.setAttribute('list', 'timezones');
   fill(s.body, f.root);
-  return s.root;
-}
-
-function zonesCard(venueId: string, changed: () => void): HTMLElement {
-  const s = section('Zones', 'zones-card');
-  const table = h('div', {});
-  const editor = h('div', { class: 'editor' });
-  const zoneFields = (z?: Zone): Field[] => [
-    { name: 'name', label: 'Name', required: true, value: z?.name },
-    { name: 'slug', label: 'Slug', required: true, value: z?.slug, hint: 'Lower-case letters and digits, words joined by "-": connectors send it as the zone.' },
-    { name: 'type', label: 'Type', kind: 'select', options: ZONE_TYPES, value: z?.type ?? 'area' },
-    { name: 'capacity', label: 'Capacity (people)', kind: 'number', value: z?.capacity, hint: 'Load and occupancy alarms need it; empty: not set.' },
-  ];
-  const body = (x: Record<string, string>) => ({ name: x.name, slug: x.slug, type: x.type, capacity: numOrNull(x.capacity) });
-  const showCreate = () => {
-    const f = form({
-      id: 'zone-form',
-      fields: zoneFields(),
-      submit: 'Add zone',
-      onSubmit: async (x) => {
-        const z = await api.createZone(venueId, body(x));
-        await load();
-        showCreate();
-        return `Added ${z.name}.`;
-      },
-    });
-    fill(editor, h('h3', {}, 'Add a zone'), f.root);
-  };
-  const showEdit = (z: Zone) => {
-    const f = form({
-      id: 'zone-edit',
-      fields: zoneFields(z),
-      submit: 'Save zone',
-      extra: [h('button', { type: 'button', class: 'secondary', onclick: showCreate }, 'Cancel')],
-      onSubmit: async (x) => {
-        await api.updateZone(venueId, z.id, body(x));
-        await load();
-        showCreate();
-        return `Saved ${x.name}.`;
-      },
-    });
-    fill(editor, h('h3', {}, `Edit zone ${z.name}`), f.root);
-    f.root.querySelector('input')?.focus();
-  };
-  const load = () =>
-    api.zones(venueId).then(
-      ({ data }) => {
-        clearStatus(s.status, data.length ? '' : 'No zones yet.');
-        fill(
-          table,
-          data.length
-            ? h(
-                'div',
-                { class: 'table-wrap' },
-                h(
-                  'table',
-                  { class: 'zones' },
-                  h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Zone'), h('th', { scope: 'col' }, 'Type'), h('th', { scope: 'col', class: 'num' }, 'Capacity'), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')))),
-                  h(
-                    'tbody',
-                    {},
-                    ...data.map((z) =>
-                      h('tr', { 'data-zone': z.id }, h('th', { scope: 'row' }, z.name, h('span', { class: 'muted sub' }, z.slug)), h('td', {}, z.type), h('td', { class: 'num' }, z.capacity ?? '—'), h('td', {}, h('button', { type: 'button', class: 'secondary', onclick: () => showEdit(z) }, `Edit ${z.name}`))),
-                    ),
-                  ),
-                ),
-              )
-            : null,
-        );
-        changed();
-      },
-      (err) => showError(s.status, 'Could not load the zones', err),
-    );
-  clearStatus(s.status, 'Loading…');
-  void load();
-  showCreate();
-  fill(s.body, table, editor);
   return s.root;
 }
 
@@ -386,50 +273,5 @@ function integrationsCard(venueId: string, changed: () => void): HTMLElement {
   void load();
   show('meraki');
   fill(s.body, table, editor);
-  return s.root;
-}
-
-function rulesCard(venueId: string): HTMLElement {
-  const s = section('Occupancy alarm thresholds', 'rules-card');
-  const render = (r: AlarmRules) => {
-    const o = r.zone_occupancy;
-    const f = form({
-      id: 'rules-form',
-      fields: [
-        { name: 'zone_occupancy.warning_percent', label: 'Warning from (% of capacity)', kind: 'number', value: o.warning_percent },
-        { name: 'zone_occupancy.major_percent', label: 'Major from (%)', kind: 'number', value: o.major_percent },
-        { name: 'zone_occupancy.critical_percent', label: 'Critical from (%)', kind: 'number', value: o.critical_percent },
-        { name: 'zone_occupancy.hysteresis_points', label: 'Hysteresis (percentage points)', kind: 'number', value: o.hysteresis_points, hint: 'How far below a threshold a zone must fall to leave that level.' },
-        { name: 'zone_occupancy.min_duration_seconds', label: 'Minimum duration (seconds)', kind: 'number', step: '1', value: o.min_duration_seconds, hint: 'How long a breach must last before an alarm (0: at once).' },
-      ],
-      submit: 'Save thresholds',
-      extra: [
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'secondary',
-            onclick: () =>
-              api.resetAlarmRules(venueId).then(
-                (d) => (render(d), clearStatus(s.status, 'Back to the defaults.')),
-                (err) => showError(s.status, 'Could not reset the thresholds', err),
-              ),
-          },
-          'Back to defaults',
-        ),
-      ],
-      onSubmit: async (x) => {
-        const zone_occupancy: Record<string, unknown> = {};
-        for (const k of Object.keys(o)) zone_occupancy[k] = numOrNull(x[`zone_occupancy.${k}`]);
-        const saved = await api.setAlarmRules(venueId, { zone_occupancy });
-        clearStatus(s.status, saved.is_default ? 'The platform defaults are in force.' : 'This venue’s own thresholds are in force.');
-        return 'Saved: applies from the next occupancy update.';
-      },
-    });
-    fill(s.body, f.root);
-    clearStatus(s.status, r.is_default ? 'The platform defaults are in force.' : 'This venue’s own thresholds are in force.');
-  };
-  clearStatus(s.status, 'Loading…');
-  api.alarmRules(venueId).then(render, (err) => showError(s.status, 'Could not load the thresholds', err));
   return s.root;
 }

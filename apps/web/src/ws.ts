@@ -44,7 +44,11 @@ export class LiveSocket {
       if (open) this.ws!.send(JSON.stringify({ tsSubCmds: [{ cmdId, unsubscribe: true }] }));
     }
     const added: string[] = [];
-    for (const id of wanted) if (!this.venues.has(id)) (this.venues.set(id, this.nextCmd++), added.push(id));
+    for (const id of wanted) {
+      if (this.venues.has(id)) continue;
+      this.venues.set(id, this.nextCmd++);
+      added.push(id);
+    }
     if (open && added.length) this.subscribe(added);
   }
 

@@ -1,4 +1,4 @@
-import type { ConnectorType } from '../../../lib/events.js';
+import type { ConnectorType } from '../../../lib/events/vocabulary.js';
 import type { ConnectorEvents } from './kit.js';
 import { aruba } from './aruba.js';
 import { density } from './density.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { EventType, MetricName } from '../../../lib/events.js';
+import type { EventType, MetricName } from '../../../lib/events/vocabulary.js';
 import { canonicalMac } from '../pseudonyms.js';
 
 /**

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { AppError, notFound } from '../../../lib/errors.js';
-import type { ConnectorType } from '../../../lib/events.js';
+import type { ConnectorType } from '../../../lib/events/vocabulary.js';
+import { TtlCache } from '../../../lib/ttl-cache.js';
 import { rateLimitHeaders, RateLimiter } from '../../limits/rate-limit.js';
 import { reportSourceOutcome, type SourceIntegration } from '../../integrations/sources.js';
 import { ingestBatch, MAX_EVENTS_PER_REQUEST, type IngestDeps, type IngestResult } from '../ingest.js';
@@ -40,28 +41,20 @@ export type DeliveryOutcome = 'accepted' | 'refused' | 'invalid' | 'rate_limited
  * too, so garbage ids cost no more. At most `max` entries; the oldest goes first.
  */
 export class IntegrationCache {
-  private readonly entries = new Map<string, { at: number; value: Promise<SourceIntegration | undefined> }>();
+  private readonly entries: TtlCache<string, SourceIntegration | undefined>;
 
   constructor(
     private readonly load: (id: string) => Promise<SourceIntegration | undefined>,
-    private readonly ttlMs = INTEGRATION_CACHE_TTL_MS,
-    private readonly max = 10_000,
-    private readonly now: () => number = Date.now,
-  ) {}
+    ttlMs = INTEGRATION_CACHE_TTL_MS,
+    max = 10_000,
+    now: () => number = Date.now,
+  ) {
+    this.entries = new TtlCache({ ttlMs, max, now });
+  }
 
+  /** Concurrent deliveries share one lookup; a failed lookup (Postgres away) is not remembered. */
   get(id: string): Promise<SourceIntegration | undefined> {
-    const now = this.now();
-    const hit = this.entries.get(id);
-    if (hit && now - hit.at < this.ttlMs) return hit.value;
-    this.entries.delete(id);
-    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
-    const value = this.load(id);
-    this.entries.set(id, { at: now, value });
-    // A failed lookup (Postgres away) is not remembered.
-    value.catch(() => {
-      if (this.entries.get(id)?.value === value) this.entries.delete(id);
-    });
-    return value;
+    return this.entries.getOrLoad(id, this.load);
   }
 }
 

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { AppError, type FieldProblem } from '../../../lib/errors.js';
-import type { ConnectorType } from '../../../lib/events.js';
+import type { ConnectorType } from '../../../lib/events/vocabulary.js';
 
 /**
  * What every vendor webhook receiver shares: the request as the domain sees it, the shape of a

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LogThrottle } from '../../lib/log-throttle.js';
+import { LogThrottle } from '../../../lib/log-throttle.js';
 
 describe('LogThrottle', () => {
   it('allows one line per key and period, carrying the count since the previous line', () => {

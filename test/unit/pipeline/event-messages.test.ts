@@ -1,25 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  canonicalEventSchema,
-  checkCanonicalEvent,
-  decodeEventMessage,
-  decodeEventsOfTypes,
-  encodeEventMessages,
-  EVENT_TYPES_HEADER,
-  MAX_EVENT_MESSAGE_BYTES,
-  MAX_TS_MS,
-  METRIC_NAMES,
-  type CanonicalEvent,
-} from '../../lib/events.js';
-import { event } from './harness.js';
+import { canonicalEventSchema, checkCanonicalEvent, type CanonicalEvent } from '../../../lib/events/canonical.js';
+import { decodeEventMessage, decodeEventsOfTypes, encodeEventMessages, EVENT_TYPES_HEADER, MAX_EVENT_MESSAGE_BYTES } from '../../../lib/events/wire.js';
+import { MAX_TS_MS, METRIC_NAMES } from '../../../lib/events/vocabulary.js';
+import { event } from '../support/events.js';
 
 const operatorId = randomUUID();
 const venueId = randomUUID();
 const at = (i: number, e: Partial<CanonicalEvent> = {}) => event({ operatorId, venueId, ts: 1_700_000_000_000 + i, receivedAt: 1_700_000_100_000, ...e });
 
-describe('events-topic messages (lib/events.ts)', () => {
+describe('events-topic messages (lib/events/wire.ts)', () => {
   it('hold a request’s events in order, split only past the size limit, each message naming its types', () => {
     const small = [at(0, { type: 'entry', metrics: { entries: 1 } }), at(1, { type: 'exit', metrics: { exits: 1 } }), at(2, { type: 'entry' })];
     const [one, ...rest] = encodeEventMessages(small);

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../lib/errors.js';
-import { checkEvents } from '../../domain/ingest/ingest.js';
-import { IntegrationCache, RECEIVERS } from '../../domain/ingest/receivers/index.js';
-import { parseJsonBody, safeEqual, type WebhookRequest } from '../../domain/ingest/receivers/kit.js';
-import { mapMeraki, merakiReceiver, sightingId } from '../../domain/ingest/receivers/meraki.js';
-import { mapSquare, squareReceiver, squareSignature } from '../../domain/ingest/receivers/square.js';
-import { mapVerkada, verkadaReceiver, verkadaSignature } from '../../domain/ingest/receivers/verkada.js';
-import { densityReceiver, mapDensity } from '../../domain/ingest/receivers/density.js';
-import type { SourceIntegration } from '../../domain/integrations/sources.js';
+import { AppError } from '../../../lib/errors.js';
+import { checkEvents } from '../../../domain/ingest/ingest.js';
+import { IntegrationCache, RECEIVERS } from '../../../domain/ingest/receivers/index.js';
+import { parseJsonBody, safeEqual, type WebhookRequest } from '../../../domain/ingest/receivers/kit.js';
+import { mapMeraki, merakiReceiver, sightingId } from '../../../domain/ingest/receivers/meraki.js';
+import { mapSquare, squareReceiver, squareSignature } from '../../../domain/ingest/receivers/square.js';
+import { mapVerkada, verkadaReceiver, verkadaSignature } from '../../../domain/ingest/receivers/verkada.js';
+import { densityReceiver, mapDensity } from '../../../domain/ingest/receivers/density.js';
+import type { SourceIntegration } from '../../../domain/integrations/sources.js';
 
 /** Pure checks of the receivers: verification and mapping, no engines. */
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseTimestamp } from '../../domain/ingest/timestamps.js';
-import { canonicalMac, isRandomizedMac } from '../../domain/ingest/pseudonyms.js';
+import { parseTimestamp } from '../../../domain/ingest/timestamps.js';
+import { canonicalMac, isRandomizedMac } from '../../../domain/ingest/pseudonyms.js';
 
 describe('event timestamps', () => {
   it.each([

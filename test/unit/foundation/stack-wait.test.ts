@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { waitFor } from '../../scripts/stack/common.mjs';
+import { waitFor } from '../../../scripts/stack/common.mjs';
 
 /** A check that turns true `ms` after the start. */
 const readyAfter = (ms: number) => {

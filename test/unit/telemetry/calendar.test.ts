@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dayString, localDayNumber, localDayStart } from '../../domain/telemetry/calendar.js';
+import { dayString, localDayNumber, localDayStart } from '../../../domain/telemetry/calendar.js';
 
 const day = (iso: string) => Date.parse(`${iso}T00:00:00Z`) / 86_400_000;
 const at = (iso: string) => Date.parse(iso);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { cpuShares, NODE_FLAGS, PROCESS_ENTRIES, PROCESS_ENV, type ServiceProcess } from '../../apps/processes.js';
-import { repoPath } from '../../lib/paths.js';
+import { cpuShares, NODE_FLAGS, PROCESS_ENTRIES, PROCESS_ENV, type ServiceProcess } from '../../../apps/processes.js';
+import { repoPath } from '../../../lib/paths.js';
 
 // The image and the compose file cannot be built here (no Docker engine): these keep them pointing
 // at what exists, so a renamed entry point or folder breaks a test instead of a deployment.

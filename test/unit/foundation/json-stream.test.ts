@@ -1,7 +1,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
-import { JsonStream, jsonObjectOfRows } from '../../lib/json-stream.js';
+import { JsonStream, jsonObjectOfRows } from '../../../lib/json-stream.js';
 
 /** Rows as a stream cut into chunks of `size` bytes, so row ends fall anywhere in a chunk. */
 const rowsIn = (rows: unknown[], size: number): Readable => {

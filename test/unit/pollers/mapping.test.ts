@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs, jittered } from '../../lib/timers.js';
-import { pastCursor } from '../../pipeline/pollers/cursor.js';
-import { mapUnifiClients } from '../../pipeline/pollers/unifi.js';
-import { mapVerkadaTrends } from '../../pipeline/pollers/verkada.js';
-import { mapAlePresence } from '../../pipeline/pollers/aruba-ale.js';
-import { describeUrl } from '../../pipeline/pollers/http.js';
-import { checkEvents } from '../../domain/ingest/ingest.js';
+import { backoffMs, jittered } from '../../../lib/timers.js';
+import { pastCursor } from '../../../pipeline/pollers/cursor.js';
+import { mapUnifiClients } from '../../../pipeline/pollers/unifi.js';
+import { mapVerkadaTrends } from '../../../pipeline/pollers/verkada.js';
+import { mapAlePresence } from '../../../pipeline/pollers/aruba-ale.js';
+import { describeUrl } from '../../../pipeline/pollers/http.js';
+import { checkEvents } from '../../../domain/ingest/ingest.js';
 
 /** The vendors' pure mapping and cursor functions, and that what they map is what ingest accepts. */
 const idOf = (s: string) => `id(${s})`;
@@ -123,10 +123,10 @@ describe('timers and URLs', () => {
 
 describe('which integrations are polled', () => {
   it('every UniFi and ALE integration unless its config says polling: false; Verkada only with cameras; never Aruba Central', async () => {
-    const { unifiPoller } = await import('../../pipeline/pollers/unifi.js');
-    const { arubaAlePoller } = await import('../../pipeline/pollers/aruba-ale.js');
-    const { verkadaPoller } = await import('../../pipeline/pollers/verkada.js');
-    const { CONNECTORS } = await import('../../domain/integrations/config-schemas.js');
+    const { unifiPoller } = await import('../../../pipeline/pollers/unifi.js');
+    const { arubaAlePoller } = await import('../../../pipeline/pollers/aruba-ale.js');
+    const { verkadaPoller } = await import('../../../pipeline/pollers/verkada.js');
+    const { CONNECTORS } = await import('../../../domain/integrations/config-schemas.js');
     const unifi = CONNECTORS.unifi.config.parse({ controller_url: 'https://unifi.example', username: 'u', password: 'p' });
     expect(unifi.polling).toBe(true);
     expect(unifiPoller.polls(unifi)).toBe(true);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { cliArgs } from '../../lib/cli.js';
+import { cliArgs } from '../../../lib/cli.js';
 
 const spec = { options: { rate: { type: 'string' as const, default: '1000' }, quiet: { type: 'boolean' as const } } };
 

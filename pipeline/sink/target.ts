@@ -1,0 +1,77 @@
+import type { Producer } from 'kafkajs';
+import type { Ch } from '../../clickhouse/client.js';
+import type { StoredOffsetsQuery } from '../../clickhouse/queries/events.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Queryable } from '../../postgres/client.js';
+import type { Origin } from './rows.js';
+import type { VenueContext } from './venue-context.js';
+
+/** What every sunk row carries: its venue, event time (seconds + ms) and retention class. */
+export interface SinkRow {
+  venue_id: string;
+  ts: number;
+  ts_ms: number;
+  retention_days: number;
+}
+
+/** A message element the target could decode: the venue and operator it claims, and its row once the venue is known. */
+export interface Decoded<R> {
+  /** The element as sent (dead-lettered alone if its venue refuses it). */
+  raw: unknown;
+  venueId: string;
+  operatorId: string;
+  toRow(origin: Origin, ctx: VenueContext): R;
+}
+
+/** An element that is not of the topic's type: dead-lettered on its own (`raw` as sent), the others of its message stored. */
+export interface Undecodable {
+  error: string;
+  raw: unknown;
+}
+
+/** What differs between sinks: the message type, the table, and optional extras. */
+export interface SinkTarget<R extends SinkRow> {
+  /** For logs. */
+  name: string;
+  /** The message's elements in order (an events message holds a run of a request's events); throws when the whole message is unreadable (it is dead-lettered). */
+  decode(value: Buffer | null): Array<Decoded<R> | Undecodable>;
+  insert(ch: Ch, rows: R[]): Promise<void>;
+  /** The positions already stored (`partition:offset:index`). */
+  storedOffsets(ch: Ch, q: StoredOffsetsQuery): Promise<Set<string>>;
+  /** The table's partition of a row (an insert touches at most 50). */
+  partitionKey(row: R): string;
+  /** Rows that re-deliver an already stored (or earlier) one; they are skipped. */
+  redeliveries?(ch: Ch, rows: R[]): Promise<Set<R>>;
+  /** After a successful insert, best effort. */
+  afterWrite?(rows: R[]): Promise<void>;
+}
+
+export interface SinkOptions {
+  ch: Ch;
+  db: Queryable;
+  /** Sends dead letters (acks from all in-sync replicas). */
+  producer: Producer;
+  /** `events` is the topic consumed (for an output sink, its output topic); `deadLetter` receives poison messages. */
+  topics: { events: string; deadLetter: string };
+  log: Logger;
+  batchRows: number;
+  batchMs: number;
+  retry?: { initialMs: number; maxMs: number };
+  /** Fault injection for tests: runs after rows reached ClickHouse and before their offsets are committed. */
+  afterInsert?: (rows: number) => Promise<void>;
+  /** Observes every successful insert (metrics): the target's name, rows, seconds taken. */
+  onInsert?: (target: string, rows: number, seconds: number) => void;
+}
+
+/** What the sink has done so far (for logs and tests). */
+export interface SinkStats {
+  inserts: number;
+  rows: number;
+  largestInsert: number;
+  deadLettered: number;
+  /** Rows found already stored (a replayed Kafka position) and skipped. */
+  skipped: number;
+  /** Re-delivered events (an event id already stored or earlier in the batch) dropped. */
+  duplicates: number;
+  commits: number;
+}
