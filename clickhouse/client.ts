@@ -28,7 +28,8 @@ export function createCh(
   database: string | null = cfg.CLICKHOUSE_DATABASE,
   { requestTimeoutMs = 30_000, log }: { requestTimeoutMs?: number; log?: Logger } = {},
 ): Ch {
-  return createClient({
+  const cluster = clusterConfig(cfg);
+  const ch = createClient({
     url: cfg.CLICKHOUSE_URL,
     username: cfg.CLICKHOUSE_USER,
     password: cfg.CLICKHOUSE_PASSWORD,
@@ -36,13 +37,79 @@ export function createCh(
     request_timeout: requestTimeoutMs,
     // A long statement sends progress headers now and then, so no proxy in between takes the quiet
     // connection for idle and cuts it.
-    ...(requestTimeoutMs > 60_000 ? { clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: '30000' } } : {}),
+    ...(requestTimeoutMs > 60_000 || cluster
+      ? {
+          clickhouse_settings: {
+            ...(requestTimeoutMs > 60_000 ? { send_progress_in_http_headers: 1 as const, http_headers_progress_interval_ms: '30000' } : {}),
+            ...(cluster ? CLUSTER_SETTINGS : {}),
+          },
+        }
+      : {}),
     // Gzip costs more CPU than it saves on a local network; turn it on for a distant server.
     compression: { request: false, response: cfg.CLICKHOUSE_COMPRESSION },
     max_open_connections: cfg.CLICKHOUSE_MAX_CONNECTIONS,
     ...(log ? { log: { LoggerClass: loggerClass(log) } } : {}),
   });
+  if (cluster) clusters.set(ch, cluster);
+  return ch;
 }
+
+/**
+ * Cluster mode (CLICKHOUSE_CLUSTER set; docs/scaling.md#clickhouse): the service's tables are
+ * `Distributed` tables in CLICKHOUSE_DATABASE over replicated tables of the same names in
+ * `<database>_local` on every node. Queries and inserts name the tables as on one server.
+ */
+export interface ChCluster {
+  /** The cluster's name in the servers' <remote_servers>. */
+  name: string;
+  /** Every node's HTTP URL (migrations and retention talk to each). */
+  nodes: string[];
+  /** The database of the replicated tables, for the Distributed database `database`. */
+  localDatabase(database: string): string;
+  /** A client of one node (`url`), same user and settings. */
+  nodeClient(url: string, database: string | null, opts?: { requestTimeoutMs?: number; log?: Logger }): Ch;
+}
+
+/**
+ * Sent with every statement in cluster mode, all known to 18.16 and current versions:
+ * - `insert_distributed_sync`: an INSERT into a Distributed table returns once every shard's
+ *   replica has stored its rows (otherwise they are queued on the receiving node and forwarded
+ *   later), so the sink commits Kafka offsets only behind stored rows, as on one server.
+ * - `load_balancing = in_order`: reads and writes of a shard go to its first live replica in
+ *   <remote_servers> order (the local one first, `prefer_localhost_replica`), so a look-up after a
+ *   write reads where the write went while that replica lives; a dead one is skipped after the
+ *   connect timeout.
+ * - `max_replica_delay_for_distributed_queries = 10`: a replica more than 10 s behind its
+ *   replication log (one that was away and is catching up) is passed over for reads while another
+ *   is current (300 s by default), so the sink's stored-position look-up after a failed write does
+ *   not read a replica that misses what the other one took meanwhile.
+ * - `distributed_product_mode = local`: an `IN (SELECT … FROM <distributed>)` inside a query of a
+ *   Distributed table runs on each shard against that shard's local table (the default refuses
+ *   it). Every table is sharded by venue, and every query filters by venue or operator, so a
+ *   shard's subquery sees everything the shard's rows need (retention_classes, the rollups).
+ */
+export const CLUSTER_SETTINGS = {
+  insert_distributed_sync: 1,
+  load_balancing: 'in_order',
+  max_replica_delay_for_distributed_queries: '10',
+  distributed_product_mode: 'local',
+} as const satisfies ClickHouseSettings;
+
+const clusters = new WeakMap<object, ChCluster>();
+
+export function clusterConfig(cfg: Config): ChCluster | undefined {
+  if (!cfg.CLICKHOUSE_CLUSTER) return undefined;
+  const nodes = cfg.CLICKHOUSE_CLUSTER_NODES.length ? cfg.CLICKHOUSE_CLUSTER_NODES : [cfg.CLICKHOUSE_URL];
+  return {
+    name: cfg.CLICKHOUSE_CLUSTER,
+    nodes,
+    localDatabase: (database) => `${database}_local`,
+    nodeClient: (url, database, opts) => createCh({ ...cfg, CLICKHOUSE_URL: url }, database, opts),
+  };
+}
+
+/** The cluster a client created by `createCh` belongs to; undefined on one server. */
+export const clusterOf = (ch: Ch): ChCluster | undefined => clusters.get(ch);
 
 /**
  * Settings for the statements sent within a call (`scopedSettings.run(settings, fn)`), added by a
@@ -57,7 +124,7 @@ export const scopedSettings = new AsyncLocalStorage<ClickHouseSettings>();
  */
 export function withSettings(ch: Ch, settings: ClickHouseSettings): Ch {
   const sent = new Set<PropertyKey>(['query', 'exec', 'command', 'insert']);
-  return new Proxy(ch, {
+  const proxy = new Proxy(ch, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (!sent.has(prop) || typeof value !== 'function') return value;
@@ -68,6 +135,9 @@ export function withSettings(ch: Ch, settings: ClickHouseSettings): Ch {
         });
     },
   });
+  const cluster = clusters.get(ch);
+  if (cluster) clusters.set(proxy, cluster);
+  return proxy;
 }
 
 /** Rows per INSERT body chunk are gathered up to this many characters. */

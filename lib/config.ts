@@ -41,6 +41,20 @@ const configSchema = z.object({
   CLICKHOUSE_USER: z.string().default('default'),
   CLICKHOUSE_PASSWORD: z.string().default(''),
   CLICKHOUSE_COMPRESSION: bool.default(false),
+  /**
+   * Cluster mode (docs/scaling.md#clickhouse): the name of the cluster in the servers'
+   * <remote_servers>. Empty (the default) is one server. Set, the migrations create replicated
+   * tables in `<CLICKHOUSE_DATABASE>_local` on every node of CLICKHOUSE_CLUSTER_NODES and
+   * `Distributed` tables under the usual names in CLICKHOUSE_DATABASE, which the processes use
+   * through CLICKHOUSE_URL (any node).
+   */
+  CLICKHOUSE_CLUSTER: z.string().regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/, 'a plain identifier').default(''),
+  /** Cluster mode: every node's HTTP URL, comma-separated (migrations and retention reach each one). */
+  CLICKHOUSE_CLUSTER_NODES: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((u) => u.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ protocol: /^https?$/ }))),
   KAFKA_BROKERS: z
     .string()
     .regex(/^[^,\s:]+:\d+(,[^,\s:]+:\d+)*$/, 'comma-separated host:port pairs')

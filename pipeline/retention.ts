@@ -1,4 +1,4 @@
-import type { Ch } from '../clickhouse/client.js';
+import { chRows, chsql, clusterOf, type Ch, type ChCluster } from '../clickhouse/client.js';
 import { activePartitions, dropPartition, type RetainedTable } from '../clickhouse/queries/retention.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -39,6 +39,8 @@ export function isExpired(table: RetainedTable, partitionId: string, now: number
 
 /** Drops every expired partition of the retained tables; returns what it dropped. */
 export async function dropExpiredPartitions(ch: Ch, log: Logger, now = Date.now()): Promise<Array<{ table: RetainedTable; partitionId: string }>> {
+  const cluster = clusterOf(ch);
+  if (cluster) return dropExpiredOnCluster(ch, cluster, log, now);
   const dropped: Array<{ table: RetainedTable; partitionId: string }> = [];
   for (const { table, partition_id } of await activePartitions(ch)) {
     if (!isExpired(table, partition_id, now)) continue;
@@ -47,4 +49,40 @@ export async function dropExpiredPartitions(ch: Ch, log: Logger, now = Date.now(
   }
   if (dropped.length > 0) log.info({ dropped }, 'retention: dropped expired partitions');
   return dropped;
+}
+
+/**
+ * Cluster mode: `ch` reads the Distributed tables, which hold no parts. Every node is asked for the
+ * partitions of its replicated tables (`<database>_local`), and a partition is dropped on the
+ * replica that leads the table's replication in its shard: the drop goes through the replication
+ * log to the other replica (at once, or when it comes back). 18.16 forwards a DROP PARTITION sent
+ * to a follower to the leader as the `default` user without a password, which a protected server
+ * refuses, so followers are not asked to. A node that does not answer is skipped (logged): its
+ * shard's other replica leads once ZooKeeper has expired the dead one's session. Returns each
+ * (table, partition) once, as on one server, however many shards held it.
+ */
+async function dropExpiredOnCluster(ch: Ch, cluster: ChCluster, log: Logger, now: number): Promise<Array<{ table: RetainedTable; partitionId: string }>> {
+  const [current] = await chRows<{ db: string }>(ch, chsql`SELECT currentDatabase() AS db`);
+  const local = cluster.localDatabase(current!.db);
+  const dropped = new Map<string, { table: RetainedTable; partitionId: string }>();
+  for (const url of cluster.nodes) {
+    const node = cluster.nodeClient(url, local, { requestTimeoutMs: 600_000 });
+    try {
+      const led = new Set(
+        (await chRows<{ table: string }>(node, chsql`SELECT table FROM system.replicas WHERE database = currentDatabase() AND is_leader`)).map((r) => r.table),
+      );
+      for (const { table, partition_id } of await activePartitions(node)) {
+        if (!led.has(table) || !isExpired(table, partition_id, now)) continue;
+        await dropPartition(node, table, partition_id);
+        dropped.set(`${table}\t${partition_id}`, { table, partitionId: partition_id });
+      }
+    } catch (err) {
+      log.warn({ node: url, err: (err as Error).message }, 'retention: node skipped (its shard is handled by the replica that leads it)');
+    } finally {
+      await node.close();
+    }
+  }
+  const out = [...dropped.values()];
+  if (out.length > 0) log.info({ dropped: out }, 'retention: dropped expired partitions on the cluster');
+  return out;
 }

@@ -9,10 +9,15 @@
 //   --brokers 3 (up, env)   also a three-node KRaft Kafka cluster on 29092/29192/29292, next to the
 //                           single broker; the env's KAFKA_BROKERS names the cluster
 //   --cluster (down)        stop only that cluster (plain `down` stops it too)
+//   --clickhouse-cluster    up, env: also ZooKeeper and a ClickHouse cluster of 2 shards x 2
+//                           replicas (HTTP 28123/28223/28323/28423), next to the single server; the
+//                           env names it (CLICKHOUSE_URL, CLICKHOUSE_CLUSTER, CLICKHOUSE_CLUSTER_NODES).
+//                           down: stop only that cluster (plain `down` stops it too)
 //
 // Library use:  import { up, down, status, resolveEnv } from './stack.mjs'
 //               const { env, services } = await up({ quiet: true })
 //               await up({ brokers: 3 }); await down({ cluster: true })
+//               await up({ clickhouseCluster: true }); await down({ clickhouseCluster: true })
 //
 // Plain Node ESM with built-ins only: it has to work before any `npm install`.
 // Everything binds to 127.0.0.1; data, logs and pid files live under <repo>/.stack (git-ignored).
@@ -45,15 +50,19 @@ import { clickhouse } from './stack/clickhouse.mjs';
 import { kafka } from './stack/kafka.mjs';
 import { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster } from './stack/kafka-cluster.mjs';
 import { nginx } from './stack/nginx.mjs';
+import { clickhouseCluster, clickhouseClusterEnv, clickhouseNodes, zookeeper } from './stack/clickhouse-cluster.mjs';
 
 export { LOCAL_URLS, PORTS, ROOT, STACK_DIR, registerProcess, unregisterProcess } from './stack/common.mjs';
 export { ensureDotEnv, resolveEnv, upstreamPorts } from './stack/env.mjs';
 export { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster, quorumLeader } from './stack/kafka-cluster.mjs';
+export { CH_CLUSTER_NAME, CH_CLUSTER_NODES, clickhouseCluster, clickhouseClusterEnv, clickhouseNodes, zookeeper } from './stack/clickhouse-cluster.mjs';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const SERVICES = [postgres, redis, clickhouse, kafka, nginx];
 // Each step's services are stopped together (the cluster's three nodes at once).
-const STOP_ORDER = [[nginx], kafkaCluster, [kafka], [clickhouse], [redis], [postgres]];
+const STOP_ORDER = [[nginx], kafkaCluster, [kafka], clickhouseNodes, [zookeeper], [clickhouse], [redis], [postgres]];
+/** The on-demand clusters (stopped by a plain `down` too, listed only while running). */
+const ON_DEMAND = [...kafkaCluster, ...clickhouseCluster];
 
 function checkBrokers(brokers) {
   if (brokers !== 1 && brokers !== CLUSTER_SIZE) {
@@ -62,10 +71,20 @@ function checkBrokers(brokers) {
   return brokers;
 }
 
-const servicesFor = (brokers) => (checkBrokers(brokers) === 1 ? SERVICES : [...SERVICES, ...kafkaCluster]);
+const servicesFor = (brokers, chCluster = false) => [
+  ...(checkBrokers(brokers) === 1 ? SERVICES : [...SERVICES, ...kafkaCluster]),
+  ...(chCluster ? clickhouseCluster : []),
+];
 
-/** The resolved engine URLs; with the cluster, KAFKA_BROKERS names its nodes. */
-const envFor = (brokers) => (checkBrokers(brokers) === 1 ? resolveEnv() : { ...resolveEnv(), KAFKA_BROKERS: CLUSTER_BROKERS });
+/**
+ * The resolved engine URLs; with the Kafka cluster, KAFKA_BROKERS names its nodes; with the
+ * ClickHouse cluster, CLICKHOUSE_URL is its first node and CLICKHOUSE_CLUSTER(_NODES) name it.
+ */
+const envFor = (brokers, chCluster = false) => ({
+  ...resolveEnv(),
+  ...(checkBrokers(brokers) === 1 ? {} : { KAFKA_BROKERS: CLUSTER_BROKERS }),
+  ...(chCluster ? clickhouseClusterEnv() : {}),
+});
 
 function endpoint(svc) {
   return `${HOST}:${svc.ports[0]}`;
@@ -124,8 +143,8 @@ async function upOne(svc, { log, notes }) {
  * { env, services }; throws if any service fails (the ones that did start keep running and are
  * recorded, so `down` stops them).
  */
-export async function up({ quiet = false, brokers = 1 } = {}) {
-  const services = servicesFor(brokers);
+export async function up({ quiet = false, brokers = 1, clickhouseCluster: chCluster = false } = {}) {
+  const services = servicesFor(brokers, chCluster);
   const t0 = Date.now();
   const log = (s) => { if (!quiet) process.stdout.write(`${s}\n`); };
   return withLock(async () => {
@@ -168,7 +187,7 @@ export async function up({ quiet = false, brokers = 1 } = {}) {
       throw err;
     }
     log(`stack up in ${((Date.now() - t0) / 1000).toFixed(1)}s — env: node scripts/stack.mjs env`);
-    return { env: envFor(brokers), services: results.map((r) => r.value) };
+    return { env: envFor(brokers, chCluster), services: results.map((r) => r.value) };
   });
 }
 
@@ -176,14 +195,17 @@ export async function up({ quiet = false, brokers = 1 } = {}) {
  * Stops what this stack started (pid files under .stack/), in reverse dependency order; with
  * `cluster: true` only the Kafka cluster's nodes.
  */
-export async function down({ quiet = false, cluster = false } = {}) {
+export async function down({ quiet = false, cluster = false, clickhouseCluster: chCluster = false } = {}) {
   const log = (s) => { if (!quiet) process.stdout.write(`${s}\n`); };
   if (!exists(STACK_DIR)) { log('stack      nothing to stop (no .stack/)'); return []; }
   return withLock(async () => {
     const state = readState();
     state.services ||= {};
     const out = [];
-    for (const step of cluster ? [kafkaCluster] : STOP_ORDER) {
+    const steps = cluster || chCluster
+      ? [...(cluster ? [kafkaCluster] : []), ...(chCluster ? [clickhouseNodes, [zookeeper]] : [])]
+      : STOP_ORDER;
+    for (const step of steps) {
       const results = await Promise.all(step.map(async (svc) => {
         const st = state.services[svc.name];
         const pid = svc.pid();
@@ -201,7 +223,7 @@ export async function down({ quiet = false, cluster = false } = {}) {
       for (const { svc, st, result } of results) {
         if (result !== 'external') delete state.services[svc.name];
         // A cluster that was never started is not worth a line of a plain `down`.
-        if (!cluster && kafkaCluster.includes(svc) && result === 'not running' && !st) continue;
+        if (steps === STOP_ORDER && ON_DEMAND.includes(svc) && result === 'not running' && !st) continue;
         log(line(svc.name, result, result === 'external' ? `${st.url} (left alone)` : endpoint(svc)));
         out.push({ name: svc.name, status: result });
       }
@@ -218,7 +240,7 @@ export async function down({ quiet = false, cluster = false } = {}) {
  */
 export async function status() {
   const engines = engineEnv();
-  const all = await Promise.all([...SERVICES, ...kafkaCluster].map(async (svc) => {
+  const all = await Promise.all([...SERVICES, ...ON_DEMAND].map(async (svc) => {
     if (isExternal(svc, engines)) {
       return { name: svc.name, status: 'external', url: engines[svc.envKey].value, port: null, log: null };
     }
@@ -230,9 +252,13 @@ export async function status() {
     else s = answering ? 'busy' : 'stopped';
     return { name: svc.name, status: s, pid: ours ? pid : null, port: svc.ports[0], log: rel(svc.log) };
   }));
-  const isNode = (s) => kafkaCluster.some((n) => n.name === s.name);
-  const clusterStopped = all.filter(isNode).every((s) => s.status === 'stopped');
-  return all.filter((s) => !(clusterStopped && isNode(s)));
+  const hidden = new Set();
+  for (const group of [kafkaCluster, clickhouseCluster]) {
+    const names = new Set(group.map((n) => n.name));
+    const members = all.filter((s) => names.has(s.name));
+    if (members.every((s) => s.status === 'stopped')) for (const s of members) hidden.add(s.name);
+  }
+  return all.filter((s) => !hidden.has(s.name));
 }
 
 /**
@@ -269,6 +295,9 @@ Options:
   -q, --quiet     no progress lines (up, down)
   --brokers 1|3   up, env: also a three-node KRaft Kafka cluster on 29092/29192/29292
   --cluster       down: stop only that cluster
+  --clickhouse-cluster
+                  up, env: also ZooKeeper and a ClickHouse cluster of 2 shards x 2 replicas
+                  (HTTP 28123/28223/28323/28423); down: stop only that cluster
   -h, --help      this text
 
 Data, logs and pid files live under .stack/ (docs/local-stack.md).`;
@@ -278,7 +307,10 @@ async function main(argv) {
   try {
     parsed = parseArgs({
       args: argv,
-      options: { quiet: { type: 'boolean', short: 'q' }, brokers: { type: 'string', default: '1' }, cluster: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        quiet: { type: 'boolean', short: 'q' }, brokers: { type: 'string', default: '1' }, cluster: { type: 'boolean' },
+        'clickhouse-cluster': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: true,
     });
   } catch (err) {
@@ -292,13 +324,14 @@ async function main(argv) {
   }
   const quiet = !!opts.quiet;
   const brokers = Number(opts.brokers);
+  const chCluster = !!opts['clickhouse-cluster'];
   const cmd = positionals[0];
   switch (cmd) {
     case 'up':
-      await up({ quiet, brokers });
+      await up({ quiet, brokers, clickhouseCluster: chCluster });
       return 0;
     case 'down':
-      await down({ quiet, cluster: !!opts.cluster });
+      await down({ quiet, cluster: !!opts.cluster, clickhouseCluster: chCluster });
       return 0;
     case 'status': {
       for (const s of await status()) {
@@ -315,7 +348,7 @@ async function main(argv) {
       return 0;
     }
     case 'env':
-      for (const [k, v] of Object.entries(envFor(brokers))) console.log(`${k}=${v}`);
+      for (const [k, v] of Object.entries(envFor(brokers, chCluster))) console.log(`${k}=${v}`);
       return 0;
     default:
       console.error(`${cmd ? `unknown command '${cmd}'` : 'a command is required'}\n\n${USAGE}`);

@@ -10,13 +10,16 @@ import { fileURLToPath } from 'node:url';
 import { ensureNodeModules, build } from './lib/deps.mjs';
 import { ensureWebBuild } from './lib/web.mjs';
 
-const USAGE = `npm run up [-- --access-log]
+const USAGE = `npm run up [-- --access-log] [-- --clickhouse-cluster]
 
 Provisions and starts the local stack (PostgreSQL, Redis, ClickHouse, Kafka, nginx), migrates,
 builds, then runs the api, the edge and the pipeline in the foreground. Ctrl-C stops the three;
 \`npm run down\` stops the engines.
 
   --access-log   log every HTTP request at info (default: at debug, so they stay out of the terminal)
+  --clickhouse-cluster
+                 also start ZooKeeper and the local ClickHouse cluster (2 shards x 2 replicas) and
+                 run the service on it in cluster mode (docs/scaling.md#clickhouse)
   --help         this text`;
 const flags = new Set(process.argv.slice(2));
 if (flags.has('--help') || flags.has('-h')) {
@@ -24,7 +27,7 @@ if (flags.has('--help') || flags.has('-h')) {
   process.exit(0);
 }
 for (const flag of flags) {
-  if (flag !== '--access-log') {
+  if (flag !== '--access-log' && flag !== '--clickhouse-cluster') {
     console.error(`unknown option ${flag}\n\n${USAGE}`);
     process.exit(2);
   }
@@ -34,8 +37,11 @@ const ACCESS_LOG_LEVEL = flags.has('--access-log') ? 'info' : (process.env.ACCES
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 ensureNodeModules(root);
-const { up } = await import('./stack.mjs');
-const { env } = await up();
+const { up, clickhouseClusterEnv } = await import('./stack.mjs');
+const clickhouseCluster = flags.has('--clickhouse-cluster');
+const { env } = await up({ clickhouseCluster });
+// The migration and the three processes read these from the environment (before .env's values).
+if (clickhouseCluster) Object.assign(process.env, clickhouseClusterEnv());
 build(root);
 try {
   ensureWebBuild(root);
