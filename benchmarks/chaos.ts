@@ -43,20 +43,24 @@ const SINGLE_BROKER_FAULTS = ['pipeline-kill', 'api-kill', 'kafka-stop', 'clickh
 const ALL_FAULTS = [...SINGLE_BROKER_FAULTS, 'broker-kill', 'replica-kill'] as const;
 type Fault = (typeof ALL_FAULTS)[number];
 
-const { values: args } = cliArgs('npm run chaos --', 'Fault injection under load: kills or stops engines and processes during ingest and checks every accepted event is stored exactly once (benchmarks/README.md).', {
-  options: {
-    events: { type: 'string', default: '1000000' },
-    clients: { type: 'string', default: '8' },
-    batch: { type: 'string', default: '500' },
-    operators: { type: 'string', default: '12' },
-    'outage-scale': { type: 'string', default: '1' },
-    'client-timeout': { type: 'string', default: '15000' },
-    faults: { type: 'string' },
-    rate: { type: 'string', default: '0' },
-    brokers: { type: 'string', default: '1' },
-    'clickhouse-cluster': { type: 'boolean', default: false },
+const { values: args } = cliArgs(
+  'npm run chaos --',
+  'Fault injection under load: kills or stops engines and processes during ingest and checks every accepted event is stored exactly once (benchmarks/README.md).',
+  {
+    options: {
+      events: { type: 'string', default: '1000000' },
+      clients: { type: 'string', default: '8' },
+      batch: { type: 'string', default: '500' },
+      operators: { type: 'string', default: '12' },
+      'outage-scale': { type: 'string', default: '1' },
+      'client-timeout': { type: 'string', default: '15000' },
+      faults: { type: 'string' },
+      rate: { type: 'string', default: '0' },
+      brokers: { type: 'string', default: '1' },
+      'clickhouse-cluster': { type: 'boolean', default: false },
+    },
   },
-});
+);
 const CH_CLUSTER = !!args['clickhouse-cluster'];
 const BROKERS = Number(args.brokers);
 if (BROKERS !== 1 && BROKERS !== 3) throw new Error('--brokers is 1 (the single broker) or 3 (the cluster)');
@@ -67,15 +71,26 @@ const OPERATORS = Number(args.operators);
 const SCALE = Number(args['outage-scale']);
 const CLIENT_TIMEOUT_MS = Number(args['client-timeout']);
 const RATE = Number(args.rate);
-const FAULTS = (args.faults ?? (CH_CLUSTER ? 'replica-kill' : BROKERS === 3 ? 'broker-kill' : SINGLE_BROKER_FAULTS.join(','))).split(',').map((f) => f.trim()) as Fault[];
+const FAULTS = (args.faults ?? (CH_CLUSTER ? 'replica-kill' : BROKERS === 3 ? 'broker-kill' : SINGLE_BROKER_FAULTS.join(',')))
+  .split(',')
+  .map((f) => f.trim()) as Fault[];
 for (const f of FAULTS) if (!ALL_FAULTS.includes(f)) throw new Error(`unknown fault ${f}; one of ${ALL_FAULTS.join(', ')}`);
 // kafka-stop stops the single broker, which a run on the cluster does not use.
-if (BROKERS === 3 && FAULTS.includes('kafka-stop')) throw new Error('kafka-stop is a fault of the single broker; with --brokers 3 use broker-kill');
+if (BROKERS === 3 && FAULTS.includes('kafka-stop'))
+  throw new Error('kafka-stop is a fault of the single broker; with --brokers 3 use broker-kill');
 if (BROKERS === 1 && FAULTS.includes('broker-kill')) throw new Error('broker-kill needs the cluster: --brokers 3');
 // clickhouse-stop stops the single server, which a run on the ClickHouse cluster does not use.
-if (CH_CLUSTER && FAULTS.includes('clickhouse-stop')) throw new Error('clickhouse-stop is a fault of the single server; with --clickhouse-cluster use replica-kill');
+if (CH_CLUSTER && FAULTS.includes('clickhouse-stop'))
+  throw new Error('clickhouse-stop is a fault of the single server; with --clickhouse-cluster use replica-kill');
 if (!CH_CLUSTER && FAULTS.includes('replica-kill')) throw new Error('replica-kill needs the ClickHouse cluster: --clickhouse-cluster');
-const OUTAGE_S: Record<string, number> = { 'kafka-stop': 30, 'clickhouse-stop': 60, 'postgres-stop': 30, 'redis-stop': 30, 'broker-kill': 30, 'replica-kill': 30 };
+const OUTAGE_S: Record<string, number> = {
+  'kafka-stop': 30,
+  'clickhouse-stop': 60,
+  'postgres-stop': 30,
+  'redis-stop': 30,
+  'broker-kill': 30,
+  'replica-kill': 30,
+};
 
 type ChNode = { name: string; url: string; shard: number; replica: number; pid(): number | null; kill(): Promise<boolean> };
 type StackModule = {
@@ -143,7 +158,8 @@ if (CH_CLUSTER) {
 // Earlier runs' topics would be recovered too when a stopped broker restarts: slower with every run.
 await dropEarlierRunTopics(cfg.KAFKA_BROKERS, FAMILY, cfg.KAFKA_TOPIC_PREFIX);
 
-const kafkaAdmin = BROKERS === 3 ? new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'chaos-admin', logLevel: logLevel.NOTHING }).admin() : null;
+const kafkaAdmin =
+  BROKERS === 3 ? new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'chaos-admin', logLevel: logLevel.NOTHING }).admin() : null;
 await kafkaAdmin?.connect();
 
 /** Processes that died without being killed by the runner (a crash is a failure of the fault it happened in). */
@@ -179,14 +195,34 @@ async function call(path: string, init: RequestInit & { key?: string } = {}) {
 
 const tenants: FleetTenant[] = [];
 for (let i = 0; i < OPERATORS; i++) {
-  const op = await call('/api/operators', { method: 'POST', headers: { 'x-admin-key': cfg.ADMIN_SECRET }, body: JSON.stringify({ name: `chaos ${i}`, email: `chaos${i}@example.com`, plan: 'pro' }) });
-  await call(`/api/operators/${op.operator_id}/plan`, { method: 'PUT', headers: { 'x-admin-key': cfg.ADMIN_SECRET }, body: JSON.stringify({ plan: 'enterprise' }) });
+  const op = await call('/api/operators', {
+    method: 'POST',
+    headers: { 'x-admin-key': cfg.ADMIN_SECRET },
+    body: JSON.stringify({ name: `chaos ${i}`, email: `chaos${i}@example.com`, plan: 'pro' }),
+  });
+  await call(`/api/operators/${op.operator_id}/plan`, {
+    method: 'PUT',
+    headers: { 'x-admin-key': cfg.ADMIN_SECRET },
+    body: JSON.stringify({ plan: 'enterprise' }),
+  });
   const key = op.api_key as string;
-  const venue = await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: `Chaos ${i}`, timezone: 'UTC', occupancy_reset_hour: 12 }) });
+  const venue = await call('/api/venues', {
+    method: 'POST',
+    key,
+    body: JSON.stringify({ name: `Chaos ${i}`, timezone: 'UTC', occupancy_reset_hour: 12 }),
+  });
   tenants.push({ key, venueId: venue.id as string, kind: i % 3 === 2 ? 'occupancy' : 'devices' });
 }
 
-const fleet = new Fleet({ urls, tenants, batchSize: BATCH, clients: CLIENTS, clientTimeoutMs: CLIENT_TIMEOUT_MS, runTag: runId, rate: RATE });
+const fleet = new Fleet({
+  urls,
+  tenants,
+  batchSize: BATCH,
+  clients: CLIENTS,
+  clientTimeoutMs: CLIENT_TIMEOUT_MS,
+  runTag: runId,
+  rate: RATE,
+});
 const ch = createCh(cfg);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -251,7 +287,14 @@ function probeQueries() {
       await sleep(500);
     }
   })();
-  return { probe, async stop() { running = false; await done; return probe; } };
+  return {
+    probe,
+    async stop() {
+      running = false;
+      await done;
+      return probe;
+    },
+  };
 }
 
 /** Injects one fault while the fleet sends; resolves with the time the fault ended (the system was whole again). */
@@ -279,7 +322,9 @@ async function inject(fault: Fault): Promise<number> {
       downSeconds: round((readyAt - killedAt) / 1000, 1),
       queriesWhileDown: whileDown,
       refusedWhileDown: Object.fromEntries(
-        Object.entries(fleet.stats.refusals).map(([st, n]) => [st, n - (refusedBefore[Number(st)] ?? 0)]).filter(([, n]) => Number(n) > 0),
+        Object.entries(fleet.stats.refusals)
+          .map(([st, n]) => [st, n - (refusedBefore[Number(st)] ?? 0)])
+          .filter(([, n]) => Number(n) > 0),
       ),
       restartToReadyMs: readyAt - restartAt,
       mate: mate.name,
@@ -299,7 +344,7 @@ async function inject(fault: Fault): Promise<number> {
     const refusedBefore = { ...fleet.stats.refusals };
     const killedAt = Date.now();
     process.kill(pid, 'SIGKILL');
-    for (const until = Date.now() + 5_000; pidAlive(pid) && Date.now() < until; ) await sleep(50);
+    for (const until = Date.now() + 5_000; pidAlive(pid) && Date.now() < until;) await sleep(50);
     await sleep(OUTAGE_S[fault]! * 1000 * SCALE);
     // The supervisor starts the node again; it catches up from the others without help.
     const restartAt = Date.now();
@@ -361,7 +406,13 @@ const perFault = TOTAL / FAULTS.length;
 const results: Array<Record<string, unknown>> = [];
 let healthy = true;
 for (const fault of FAULTS) {
-  const before = { ...fleet.stats, refusals: { ...fleet.stats.refusals }, violations: fleet.stats.violations.length, batches: fleet.stats.batchWaits.length, crashes: crashes.length };
+  const before = {
+    ...fleet.stats,
+    refusals: { ...fleet.stats.refusals },
+    violations: fleet.stats.violations.length,
+    batches: fleet.stats.batchWaits.length,
+    crashes: crashes.length,
+  };
   const started = Date.now();
   // The fleet sends for the whole fault, and at least its share of the events.
   let faultOver = false;
@@ -410,9 +461,17 @@ for (const fault of FAULTS) {
     ...(fault === 'replica-kill' ? { replicaKill } : {}),
   };
   // A broker kill must not be seen at all: no 503 while two brokers remain, and the node back in every ISR.
-  const brokerKillOk = fault !== 'broker-kill' || (!(brokerKill.refusedWhileTwoBrokers as Record<string, number>)[503] && brokerKill.restartToIsr3Ms !== null);
+  const brokerKillOk =
+    fault !== 'broker-kill' || (!(brokerKill.refusedWhileTwoBrokers as Record<string, number>)[503] && brokerKill.restartToIsr3Ms !== null);
   const ok =
-    check.missing === 0 && check.duplicates === 0 && check.rollupMismatches.length === 0 && occupancy.length === 0 && violations.length === 0 && row.timeouts === 0 && brokerKillOk && replicasOk;
+    check.missing === 0 &&
+    check.duplicates === 0 &&
+    check.rollupMismatches.length === 0 &&
+    occupancy.length === 0 &&
+    violations.length === 0 &&
+    row.timeouts === 0 &&
+    brokerKillOk &&
+    replicasOk;
   healthy &&= ok;
   results.push({ ...row, ok });
   console.log(
@@ -450,9 +509,16 @@ const path = writeResult(CH_CLUSTER ? 'chaos-clickhouse-cluster' : BROKERS === 3
     clientTimeoutMs: CLIENT_TIMEOUT_MS,
     faults: FAULTS,
     brokers: BROKERS,
-    clickhouse: CH_CLUSTER ? { cluster: cfg.CLICKHOUSE_CLUSTER, nodes: cfg.CLICKHOUSE_CLUSTER_NODES, entry: cfg.CLICKHOUSE_URL } : 'one server',
+    clickhouse: CH_CLUSTER
+      ? { cluster: cfg.CLICKHOUSE_CLUSTER, nodes: cfg.CLICKHOUSE_CLUSTER_NODES, entry: cfg.CLICKHOUSE_URL }
+      : 'one server',
   },
-  totals: { accepted: fleet.stats.eventsAccepted, refusals: fleet.stats.refusals, timeouts: fleet.stats.timeouts, connectionErrors: fleet.stats.connectionErrors },
+  totals: {
+    accepted: fleet.stats.eventsAccepted,
+    refusals: fleet.stats.refusals,
+    timeouts: fleet.stats.timeouts,
+    connectionErrors: fleet.stats.connectionErrors,
+  },
   faults: results,
   ok: healthy,
 });

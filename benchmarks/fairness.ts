@@ -97,7 +97,15 @@ function send(
       resolve({ status, ms: performance.now() - t0, bytes, toolErrors, rpcErrors, head, retryAfter });
     };
     const req = http.request(
-      { host: '127.0.0.1', port: API_PORT, method, path, agent, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) }, signal: opts.signal },
+      {
+        host: '127.0.0.1',
+        port: API_PORT,
+        method,
+        path,
+        agent,
+        headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        signal: opts.signal,
+      },
       (res) => {
         retryAfter = Number(res.headers['retry-after'] ?? 0) || 0;
         res.on('data', (chunk: Buffer) => {
@@ -126,7 +134,13 @@ function send(
 
 const stats = (samples: number[]) => {
   const s = [...samples].sort((a, b) => a - b);
-  return { n: s.length, p50: round(percentile(s, 50)), p95: round(percentile(s, 95)), p99: round(percentile(s, 99)), max: round(s.at(-1) ?? NaN) };
+  return {
+    n: s.length,
+    p50: round(percentile(s, 50)),
+    p95: round(percentile(s, 95)),
+    p99: round(percentile(s, 99)),
+    max: round(s.at(-1) ?? NaN),
+  };
 };
 
 // --- the heavy tenant (worker thread) ---
@@ -165,7 +179,12 @@ async function heavyWorker(plan: HeavyPlan): Promise<Record<HeavyKind, HeavyKind
   const deadline = performance.now() + plan.seconds * 1000;
   const timer = setTimeout(() => controller.abort(), plan.seconds * 1000);
   const auth = { authorization: `Bearer ${plan.key}` };
-  const mcpHeaders = { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26' };
+  const mcpHeaders = {
+    ...auth,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-03-26',
+  };
   let id = 0;
   const call = () => ({ jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: 'get_telemetry', arguments: plan.mcpArguments } });
   const acc = (connections: number) => ({ connections, answers: [] as Answer[], toolCalls: 0 });
@@ -186,12 +205,19 @@ async function heavyWorker(plan: HeavyPlan): Promise<Record<HeavyKind, HeavyKind
       runs[kind].answers.push(answer);
       if (answer.status === 200) runs[kind].toolCalls += calls;
       // A spec-following client waits out a refusal's Retry-After; a broken connection gets a short pause.
-      const wait = (answer.status === 429 || answer.status === 503) && plan.honourRetryAfter ? answer.retryAfter * 1000 : answer.status === 'error' ? 50 : 0;
+      const wait =
+        (answer.status === 429 || answer.status === 503) && plan.honourRetryAfter
+          ? answer.retryAfter * 1000
+          : answer.status === 'error'
+            ? 50
+            : 0;
       if (wait > 0) await new Promise((r) => setTimeout(r, Math.min(wait, Math.max(0, deadline - performance.now()))));
     }
     agent.destroy();
   }
-  await Promise.all((['rest', 'mcp', 'mcpBatch'] as const).flatMap((kind) => Array.from({ length: runs[kind].connections }, () => loop(kind))));
+  await Promise.all(
+    (['rest', 'mcp', 'mcpBatch'] as const).flatMap((kind) => Array.from({ length: runs[kind].connections }, () => loop(kind))),
+  );
   clearTimeout(timer);
   const summary = (kind: HeavyKind): HeavyKindResult => {
     const { answers, connections, toolCalls } = runs[kind];
@@ -227,27 +253,31 @@ if (!isMainThread) {
 // --- the benchmark ---
 
 async function main(): Promise<void> {
-  const { values: args } = cliArgs('npm run bench:fairness --', "One tenant's expensive reads beside another's light traffic: the light tenant's latency and the api's memory (benchmarks/README.md).", {
-    options: {
-      seconds: { type: 'string', default: '60' },
-      'idle-seconds': { type: 'string' },
-      'heavy-rest': { type: 'string', default: '4' },
-      'heavy-mcp': { type: 'string', default: '1' },
-      'heavy-batch': { type: 'string', default: '1' },
-      'batch-size': { type: 'string', default: '10' },
-      'heavy-days': { type: 'string', default: '14' },
-      'heavy-events': { type: 'string', default: '1000000' },
-      'light-rate': { type: 'string', default: '4' },
-      'ingest-rate': { type: 'string', default: '20' },
-      'ingest-batch': { type: 'string', default: '50' },
-      'ingest-operators': { type: 'string', default: '14' },
-      warmup: { type: 'string', default: '15' },
-      'no-align': { type: 'boolean', default: false },
-      'ignore-retry-after': { type: 'boolean', default: false },
-      'mcp-keys': { type: 'string', default: 'temperature' },
-      out: { type: 'string', default: 'fairness' },
+  const { values: args } = cliArgs(
+    'npm run bench:fairness --',
+    "One tenant's expensive reads beside another's light traffic: the light tenant's latency and the api's memory (benchmarks/README.md).",
+    {
+      options: {
+        seconds: { type: 'string', default: '60' },
+        'idle-seconds': { type: 'string' },
+        'heavy-rest': { type: 'string', default: '4' },
+        'heavy-mcp': { type: 'string', default: '1' },
+        'heavy-batch': { type: 'string', default: '1' },
+        'batch-size': { type: 'string', default: '10' },
+        'heavy-days': { type: 'string', default: '14' },
+        'heavy-events': { type: 'string', default: '1000000' },
+        'light-rate': { type: 'string', default: '4' },
+        'ingest-rate': { type: 'string', default: '20' },
+        'ingest-batch': { type: 'string', default: '50' },
+        'ingest-operators': { type: 'string', default: '14' },
+        warmup: { type: 'string', default: '15' },
+        'no-align': { type: 'boolean', default: false },
+        'ignore-retry-after': { type: 'boolean', default: false },
+        'mcp-keys': { type: 'string', default: 'temperature' },
+        out: { type: 'string', default: 'fairness' },
+      },
     },
-  });
+  );
   /** The contended phase; the idle phase is half as long unless given (30 s by default). */
   const CONTENDED_S = Number(args.seconds);
   const IDLE_S = Number(args['idle-seconds'] ?? CONTENDED_S / 2);
@@ -303,8 +333,10 @@ async function main(): Promise<void> {
     PIPELINE_METRICS_PORT: '0',
   });
   if (!cfg.RATE_LIMITS_ENABLED) throw new Error('RATE_LIMITS_ENABLED is off in the environment: the heavy tenant would not be limited');
-  console.log(`bench:fairness  idle ${IDLE_S} s, contended ${CONTENDED_S} s; heavy: ${HEAVY_REST} REST + ${HEAVY_MCP} MCP + ${HEAVY_BATCH} MCP-batch (×${BATCH_SIZE}) connections, ` +
-    `${TELEMETRY_KEYS.length} keys × ${HEAVY_DAYS} days at 1 minute; light: ${LIGHT_RATE}/s per kind; ingest ${INGEST_RATE}/s × ${INGEST_BATCH} events over ${INGEST_OPERATORS} operators; load average ${loadAtStart.join(' ')}`);
+  console.log(
+    `bench:fairness  idle ${IDLE_S} s, contended ${CONTENDED_S} s; heavy: ${HEAVY_REST} REST + ${HEAVY_MCP} MCP + ${HEAVY_BATCH} MCP-batch (×${BATCH_SIZE}) connections, ` +
+      `${TELEMETRY_KEYS.length} keys × ${HEAVY_DAYS} days at 1 minute; light: ${LIGHT_RATE}/s per kind; ingest ${INGEST_RATE}/s × ${INGEST_BATCH} events over ${INGEST_OPERATORS} operators; load average ${loadAtStart.join(' ')}`,
+  );
 
   await freshDatabases(baseCfg.DATABASE_URL, cfg, DB);
   await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'fairness', cfg.KAFKA_TOPIC_PREFIX);
@@ -328,14 +360,27 @@ async function main(): Promise<void> {
     return body;
   }
   async function tenant(name: string, i: number, plan: 'pro' | 'enterprise', timezone: string, capacity: number) {
-    const op = await call('/api/operators', { method: 'POST', admin: true, body: JSON.stringify({ name, email: `fairness${i}@example.com`, plan: 'pro' }) });
+    const op = await call('/api/operators', {
+      method: 'POST',
+      admin: true,
+      body: JSON.stringify({ name, email: `fairness${i}@example.com`, plan: 'pro' }),
+    });
     const operatorId = op.operator_id as string;
     const key = op.api_key as string;
-    if (plan === 'enterprise') await call(`/api/operators/${operatorId}/plan`, { method: 'PUT', admin: true, body: JSON.stringify({ plan: 'enterprise' }) });
+    if (plan === 'enterprise')
+      await call(`/api/operators/${operatorId}/plan`, { method: 'PUT', admin: true, body: JSON.stringify({ plan: 'enterprise' }) });
     const venue = await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: `${name} venue`, timezone }) });
     const zone = async (slug: string, type: string) =>
-      (await call(`/api/venues/${venue.id}/zones`, { method: 'POST', key, body: JSON.stringify({ slug, name: slug, type, capacity }) })).id as string;
-    const seed: SeedVenue = { id: venue.id as string, operatorId, timezone, capacity, retentionDays: PLAN_LIMITS[plan].retentionDays, zones: { hall: await zone('hall', 'area'), entrance: await zone('main-entrance', 'entrance') } };
+      (await call(`/api/venues/${venue.id}/zones`, { method: 'POST', key, body: JSON.stringify({ slug, name: slug, type, capacity }) }))
+        .id as string;
+    const seed: SeedVenue = {
+      id: venue.id as string,
+      operatorId,
+      timezone,
+      capacity,
+      retentionDays: PLAN_LIMITS[plan].retentionDays,
+      zones: { hall: await zone('hall', 'area'), entrance: await zone('main-entrance', 'entrance') },
+    };
     return { key, seed };
   }
   // Heavy on Enterprise: no monthly quota of API calls or MCP queries, only the per-minute rate limit.
@@ -344,28 +389,52 @@ async function main(): Promise<void> {
   // The light tenant's venue takes part in the ingest stream (Density: its live occupancy moves).
   const ingestTenants: Array<BenchVenue & { key: string }> = [{ key: light.key, venueId: light.seed.id, connector: 'density', pool: [] }];
   for (let i = 1; i < INGEST_OPERATORS; i++) {
-    const op = await call('/api/operators', { method: 'POST', admin: true, body: JSON.stringify({ name: `fairness ingest ${i}`, email: `fairness-ingest${i}@example.com`, plan: 'pro' }) });
-    const venue = await call('/api/venues', { method: 'POST', key: op.api_key as string, body: JSON.stringify({ name: `Ingest ${i}`, timezone: 'Europe/Berlin' }) });
+    const op = await call('/api/operators', {
+      method: 'POST',
+      admin: true,
+      body: JSON.stringify({ name: `fairness ingest ${i}`, email: `fairness-ingest${i}@example.com`, plan: 'pro' }),
+    });
+    const venue = await call('/api/venues', {
+      method: 'POST',
+      key: op.api_key as string,
+      body: JSON.stringify({ name: `Ingest ${i}`, timezone: 'Europe/Berlin' }),
+    });
     const connector = i % 2 === 0 ? 'density' : 'meraki';
-    ingestTenants.push({ key: op.api_key as string, venueId: venue.id as string, connector, pool: connector === 'meraki' ? Array.from({ length: 500 }, randomMac) : [] });
+    ingestTenants.push({
+      key: op.api_key as string,
+      venueId: venue.id as string,
+      connector,
+      pool: connector === 'meraki' ? Array.from({ length: 500 }, randomMac) : [],
+    });
   }
 
   // --- seed: 14 days of minute data for the heavy venue, 2 days for the light one ---
-  const loader = createClient({ url: cfg.CLICKHOUSE_URL, username: cfg.CLICKHOUSE_USER, password: cfg.CLICKHOUSE_PASSWORD, request_timeout: 120_000 });
+  const loader = createClient({
+    url: cfg.CLICKHOUSE_URL,
+    username: cfg.CLICKHOUSE_USER,
+    password: cfg.CLICKHOUSE_PASSWORD,
+    request_timeout: 120_000,
+  });
   const topic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
   const endMs = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
   const seedStarted = performance.now();
-  for (const [v, total, days] of [[heavy.seed, HEAVY_EVENTS, HEAVY_DAYS], [light.seed, LIGHT_EVENTS, LIGHT_DAYS]] as const) {
+  for (const [v, total, days] of [
+    [heavy.seed, HEAVY_EVENTS, HEAVY_DAYS],
+    [light.seed, LIGHT_EVENTS, LIGHT_DAYS],
+  ] as const) {
     const spanSec = days * 86_400;
     const chunk = 1_000_000;
     for (let off = 0; off < total; off += chunk) {
-      await loader.command({ query: seedEventsSql(DB, topic, v, 0, total, off, Math.min(chunk, total - off), endMs / 1000 - spanSec, spanSec).text });
+      await loader.command({
+        query: seedEventsSql(DB, topic, v, 0, total, off, Math.min(chunk, total - off), endMs / 1000 - spanSec, spanSec).text,
+      });
     }
     await loader.command({ query: seedOccupancyUpdatesSql(DB, v).text });
   }
   const ch = createCh(cfg);
-  const mergesLeft = async () => Number((await chRows<{ n: string }>(ch, chsql`SELECT count() AS n FROM system.merges WHERE database = ${DB}`))[0]?.n ?? 0);
-  for (let quiet = 0, t0 = performance.now(); quiet < 3 && performance.now() - t0 < 180_000; ) {
+  const mergesLeft = async () =>
+    Number((await chRows<{ n: string }>(ch, chsql`SELECT count() AS n FROM system.merges WHERE database = ${DB}`))[0]?.n ?? 0);
+  for (let quiet = 0, t0 = performance.now(); quiet < 3 && performance.now() - t0 < 180_000;) {
     quiet = (await mergesLeft()) === 0 ? quiet + 1 : 0;
     await new Promise((r) => setTimeout(r, 1000));
   }
@@ -376,7 +445,9 @@ async function main(): Promise<void> {
   await compactCh.close();
   await loader.close();
   const seedSeconds = round((performance.now() - seedStarted) / 1000);
-  console.log(`seeded ${HEAVY_EVENTS} events over ${HEAVY_DAYS} days (heavy) and ${LIGHT_EVENTS} over ${LIGHT_DAYS} days (light) in ${seedSeconds} s`);
+  console.log(
+    `seeded ${HEAVY_EVENTS} events over ${HEAVY_DAYS} days (heavy) and ${LIGHT_EVENTS} over ${LIGHT_DAYS} days (light) in ${seedSeconds} s`,
+  );
 
   // --- the requests ---
   const heavyStart = endMs - HEAVY_DAYS * DAY_MS;
@@ -403,8 +474,20 @@ async function main(): Promise<void> {
   const heavyAuth = { authorization: `Bearer ${heavy.key}` };
   const restCheck = await send(checkAgent, 'GET', heavyRestPath, heavyAuth, undefined, { timeoutMs: 120_000 });
   if (restCheck.status !== 200) throw new Error(`heavy REST: ${restCheck.status} ${restCheck.head}`);
-  const mcpHeaders = { ...heavyAuth, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26' };
-  const mcpCheck = await send(checkAgent, 'POST', '/mcp', mcpHeaders, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_telemetry', arguments: mcpArguments } }), { timeoutMs: 120_000, scan: true });
+  const mcpHeaders = {
+    ...heavyAuth,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-03-26',
+  };
+  const mcpCheck = await send(
+    checkAgent,
+    'POST',
+    '/mcp',
+    mcpHeaders,
+    JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_telemetry', arguments: mcpArguments } }),
+    { timeoutMs: 120_000, scan: true },
+  );
   if (mcpCheck.status !== 200) throw new Error(`heavy MCP: ${mcpCheck.status} ${mcpCheck.head}`);
   checkAgent.destroy();
   const heavyCheck = {
@@ -415,14 +498,23 @@ async function main(): Promise<void> {
     mcpToolError: mcpCheck.toolErrors > 0,
     mcpHead: mcpCheck.toolErrors > 0 ? mcpCheck.head : mcpCheck.head.slice(0, 120),
   };
-  console.log(`heavy request alone: REST ${round(restCheck.bytes / 1e6, 2)} MB in ${round(restCheck.ms)} ms; MCP get_telemetry ${round(mcpCheck.bytes / 1e6, 2)} MB in ${round(mcpCheck.ms)} ms` +
-    (mcpCheck.toolErrors ? ` (a tool error: ${mcpCheck.head.slice(0, 200)})` : ''));
+  console.log(
+    `heavy request alone: REST ${round(restCheck.bytes / 1e6, 2)} MB in ${round(restCheck.ms)} ms; MCP get_telemetry ${round(mcpCheck.bytes / 1e6, 2)} MB in ${round(mcpCheck.ms)} ms` +
+      (mcpCheck.toolErrors ? ` (a tool error: ${mcpCheck.head.slice(0, 200)})` : ''),
+  );
 
   // --- samplers ---
   const apiPid = api.child.pid;
   const engines = engineProcesses(cfg);
   const cpuNow = () => {
-    const of = cpuSecondsOf({ api: apiPid, pipeline: pipelines[0]!.child.pid, clickhouse: engines.clickhouse, kafka: engines.kafka, postgres: engines.postgres, redis: engines.redis });
+    const of = cpuSecondsOf({
+      api: apiPid,
+      pipeline: pipelines[0]!.child.pid,
+      clickhouse: engines.clickhouse,
+      kafka: engines.kafka,
+      postgres: engines.postgres,
+      redis: engines.redis,
+    });
     const own = process.cpuUsage();
     return { ...of, benchClient: (own.user + own.system) / 1e6 };
   };
@@ -441,7 +533,18 @@ async function main(): Promise<void> {
     const rateWindowSecond = round((Date.now() % MINUTE_MS) / 1000);
     let worker: Promise<Record<HeavyKind, HeavyKindResult>> | undefined;
     if (name === 'contended') {
-      const plan: HeavyPlan = { key: heavy.key, restPath: heavyRestPath, mcpArguments, rest: HEAVY_REST, mcp: HEAVY_MCP, batches: HEAVY_BATCH, batchSize: BATCH_SIZE, seconds, timeoutMs: 120_000, honourRetryAfter: !args['ignore-retry-after'] };
+      const plan: HeavyPlan = {
+        key: heavy.key,
+        restPath: heavyRestPath,
+        mcpArguments,
+        rest: HEAVY_REST,
+        mcp: HEAVY_MCP,
+        batches: HEAVY_BATCH,
+        batchSize: BATCH_SIZE,
+        seconds,
+        timeoutMs: 120_000,
+        honourRetryAfter: !args['ignore-retry-after'],
+      };
       const w = new Worker(new URL(import.meta.url), { workerData: plan });
       worker = new Promise((resolve, reject) => {
         w.once('message', resolve);
@@ -483,7 +586,9 @@ async function main(): Promise<void> {
         const body = ingestBody(t, INGEST_BATCH, 0.1, now, lastPush.get(t.venueId));
         lastPush.set(t.venueId, now);
         inFlight.push(
-          send(ingestAgent, 'POST', '/ingest', { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body, { timeoutMs: 30_000 }).then((a) => {
+          send(ingestAgent, 'POST', '/ingest', { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body, {
+            timeoutMs: 30_000,
+          }).then((a) => {
             ingest.statuses[a.status] = (ingest.statuses[a.status] ?? 0) + 1;
             if (a.status === 202) {
               ingest.ms.push(a.ms);
@@ -509,7 +614,10 @@ async function main(): Promise<void> {
       lightEndedAfterS: round((lightEnded - started) / 1000, 2),
       loadAverageAtStart: loadAvg,
       secondOfRateWindowAtStart: rateWindowSecond,
-      light: Object.fromEntries(Object.entries(light).map(([k, v]) => [k, { ...stats(v.ms), statuses: v.statuses }])) as Record<LightKind, ReturnType<typeof stats> & { statuses: Record<string, number> }>,
+      light: Object.fromEntries(Object.entries(light).map(([k, v]) => [k, { ...stats(v.ms), statuses: v.statuses }])) as Record<
+        LightKind,
+        ReturnType<typeof stats> & { statuses: Record<string, number> }
+      >,
       ingest: { ...stats(ingest.ms), statuses: ingest.statuses, events: ingest.events, eventsPerSec: round(ingest.events / elapsedS, 0) },
       apiRssMb: { max: Math.max(...phaseRss), atEnd: phaseRss.at(-1) ?? NaN, atStart: phaseRss[0] ?? NaN },
       cpuSeconds: Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, round(v - cpu0[k as keyof typeof cpu0]!, 1)])),
@@ -522,9 +630,13 @@ async function main(): Promise<void> {
   // The contended phase starts on a minute boundary when aligned, so the heavy tenant's rate-limit
   // window (fixed minutes) is the same in every run: the idle phase starts IDLE_S before it, and the
   // warm-up (at least WARMUP_S) fills the time until then.
-  const idleAt = ALIGN ? Math.ceil((Date.now() + (WARMUP_S + IDLE_S) * 1000) / MINUTE_MS) * MINUTE_MS - IDLE_S * 1000 : Date.now() + WARMUP_S * 1000;
+  const idleAt = ALIGN
+    ? Math.ceil((Date.now() + (WARMUP_S + IDLE_S) * 1000) / MINUTE_MS) * MINUTE_MS - IDLE_S * 1000
+    : Date.now() + WARMUP_S * 1000;
   const warmupS = round((idleAt - Date.now()) / 1000, 1);
-  console.log(`warm-up (light + ingest, not measured) for ${warmupS} s${ALIGN ? ', so that the contended phase starts on a minute boundary' : ''}`);
+  console.log(
+    `warm-up (light + ingest, not measured) for ${warmupS} s${ALIGN ? ', so that the contended phase starts on a minute boundary' : ''}`,
+  );
   const warmup = warmupS > 0 ? await runPhase('warmup', warmupS) : null;
   console.log(`phase 1: idle (light + ingest) for ${IDLE_S} s`);
   const idle = await runPhase('idle', IDLE_S);
@@ -555,13 +667,33 @@ async function main(): Promise<void> {
     settings: {
       idleSeconds: IDLE_S,
       contendedSeconds: CONTENDED_S,
-      heavy: { restConnections: HEAVY_REST, mcpConnections: HEAVY_MCP, mcpBatchConnections: HEAVY_BATCH, batchSize: BATCH_SIZE, keys: TELEMETRY_KEYS, mcpKeys: args['mcp-keys'], honoursRetryAfter: !args['ignore-retry-after'], days: HEAVY_DAYS, intervalMs: MINUTE_MS, plan: 'enterprise', mcpProtocolVersion: '2025-03-26' },
+      heavy: {
+        restConnections: HEAVY_REST,
+        mcpConnections: HEAVY_MCP,
+        mcpBatchConnections: HEAVY_BATCH,
+        batchSize: BATCH_SIZE,
+        keys: TELEMETRY_KEYS,
+        mcpKeys: args['mcp-keys'],
+        honoursRetryAfter: !args['ignore-retry-after'],
+        days: HEAVY_DAYS,
+        intervalMs: MINUTE_MS,
+        plan: 'enterprise',
+        mcpProtocolVersion: '2025-03-26',
+      },
       light: { ratePerKindPerSec: LIGHT_RATE, requests: LIGHT_KINDS, plan: 'pro' },
       ingest: { requestsPerSec: INGEST_RATE, eventsPerRequest: INGEST_BATCH, operators: INGEST_OPERATORS },
       rateLimits: { apiPerOperatorPerMinute: 1000, ingestPerOperatorPerMinute: 100 },
       alignedToMinute: ALIGN,
     },
-    data: { database: DB, heavyEvents: HEAVY_EVENTS, heavyDays: HEAVY_DAYS, lightEvents: LIGHT_EVENTS, lightDays: LIGHT_DAYS, seedSeconds, range: { startTs: heavyStart, endTs: endMs } },
+    data: {
+      database: DB,
+      heavyEvents: HEAVY_EVENTS,
+      heavyDays: HEAVY_DAYS,
+      lightEvents: LIGHT_EVENTS,
+      lightDays: LIGHT_DAYS,
+      seedSeconds,
+      range: { startTs: heavyStart, endTs: endMs },
+    },
     heavyRequestAlone: heavyCheck,
     warmup: warmup && { seconds: warmupS, machineBusyPercent: warmup.machineBusyPercent, light: warmup.light, ingest: warmup.ingest },
     idle,
@@ -580,22 +712,44 @@ async function main(): Promise<void> {
 
   // --- the table ---
   const pad = (s: unknown, n: number) => String(s).padStart(n);
-  const row = (s: { p50: number; p95: number; p99: number; n: number }) => `${pad(s.p50, 7)} ${pad(s.p95, 7)} ${pad(s.p99, 7)} ${pad(s.n, 5)}`;
-  console.log(`\n${'request (ms)'.padEnd(14)} ${'idle p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} ${'n'.padStart(5)} | ${'busy p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} ${'n'.padStart(5)} | p95 ×`);
-  for (const k of kinds) console.log(`${k.padEnd(14)} ${row(idle.light[k])} | ${row(contended.light[k])} | ${pad(p95Ratios[k], 5)}${p95Ratios[k] > GOAL ? '  > goal' : ''}`);
+  const row = (s: { p50: number; p95: number; p99: number; n: number }) =>
+    `${pad(s.p50, 7)} ${pad(s.p95, 7)} ${pad(s.p99, 7)} ${pad(s.n, 5)}`;
+  console.log(
+    `\n${'request (ms)'.padEnd(14)} ${'idle p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} ${'n'.padStart(5)} | ${'busy p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} ${'n'.padStart(5)} | p95 ×`,
+  );
+  for (const k of kinds)
+    console.log(
+      `${k.padEnd(14)} ${row(idle.light[k])} | ${row(contended.light[k])} | ${pad(p95Ratios[k], 5)}${p95Ratios[k] > GOAL ? '  > goal' : ''}`,
+    );
   console.log(`${'ingest'.padEnd(14)} ${row(idle.ingest)} | ${row(contended.ingest)} | ${pad(ratio('ingest', 'p95'), 5)}`);
-  const badLight = (p: typeof idle) => kinds.filter((k) => Object.keys(p.light[k].statuses).some((s) => s !== '200')).map((k) => `${k} ${JSON.stringify(p.light[k].statuses)}`);
-  for (const [n, p] of [['idle', idle], ['contended', contended]] as const) {
+  const badLight = (p: typeof idle) =>
+    kinds
+      .filter((k) => Object.keys(p.light[k].statuses).some((s) => s !== '200'))
+      .map((k) => `${k} ${JSON.stringify(p.light[k].statuses)}`);
+  for (const [n, p] of [
+    ['idle', idle],
+    ['contended', contended],
+  ] as const) {
     const bad = badLight(p);
-    if (bad.length || Object.keys(p.ingest.statuses).some((s) => s !== '202')) console.log(`${n}: non-2xx answers: ${bad.join('; ')} ingest ${JSON.stringify(p.ingest.statuses)}`);
+    if (bad.length || Object.keys(p.ingest.statuses).some((s) => s !== '202'))
+      console.log(`${n}: non-2xx answers: ${bad.join('; ')} ingest ${JSON.stringify(p.ingest.statuses)}`);
   }
-  console.log(`\napi RSS MB: idle max ${idle.apiRssMb.max} / end ${idle.apiRssMb.atEnd}; contended max ${contended.apiRssMb.max} / end ${contended.apiRssMb.atEnd}; 5 s after ${rssAfter}`);
+  console.log(
+    `\napi RSS MB: idle max ${idle.apiRssMb.max} / end ${idle.apiRssMb.atEnd}; contended max ${contended.apiRssMb.max} / end ${contended.apiRssMb.atEnd}; 5 s after ${rssAfter}`,
+  );
   console.log(`CPU s idle (${IDLE_S} s, machine ${idle.machineBusyPercent} % busy): ${JSON.stringify(idle.cpuSeconds)}`);
-  console.log(`CPU s contended (${CONTENDED_S} s, machine ${contended.machineBusyPercent} % busy): ${JSON.stringify(contended.cpuSeconds)}`);
+  console.log(
+    `CPU s contended (${CONTENDED_S} s, machine ${contended.machineBusyPercent} % busy): ${JSON.stringify(contended.cpuSeconds)}`,
+  );
   for (const [k, h] of Object.entries(contended.heavy ?? {})) {
-    console.log(`heavy ${k.padEnd(8)} ${h.connections} conn: ${h.requests} requests ${JSON.stringify(h.statuses)}, ${round(h.bytes / 1e6, 1)} MB received` +
-      (k === 'rest' ? '' : `, ${h.toolCalls} tool calls answered (${h.toolErrors} tool errors, ${h.rpcErrors} JSON-RPC errors)`) + `; 2xx p50 ${h.okMs.p50} / p95 ${h.okMs.p95} ms`);
+    console.log(
+      `heavy ${k.padEnd(8)} ${h.connections} conn: ${h.requests} requests ${JSON.stringify(h.statuses)}, ${round(h.bytes / 1e6, 1)} MB received` +
+        (k === 'rest' ? '' : `, ${h.toolCalls} tool calls answered (${h.toolErrors} tool errors, ${h.rpcErrors} JSON-RPC errors)`) +
+        `; 2xx p50 ${h.okMs.p50} / p95 ${h.okMs.p95} ms`,
+    );
   }
-  console.log(`\nlight p95 contended / idle ${kinds.map((k) => `${k} ${p95Ratios[k]}×`).join(', ')} (goal ≤ ${GOAL}×: ${result.comparison.goalMet ? 'met' : 'NOT met'}); ingest p99 ${idle.ingest.p99} → ${contended.ingest.p99} ms; written to ${path}`);
+  console.log(
+    `\nlight p95 contended / idle ${kinds.map((k) => `${k} ${p95Ratios[k]}×`).join(', ')} (goal ≤ ${GOAL}×: ${result.comparison.goalMet ? 'met' : 'NOT met'}); ingest p99 ${idle.ingest.p99} → ${contended.ingest.p99} ms; written to ${path}`,
+  );
   process.exit(0);
 }

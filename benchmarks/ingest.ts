@@ -14,24 +14,45 @@ import { derivedTopicNames, topicNames } from '../lib/topology.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { ingestBody, randomMac, type BenchVenue } from './lib/requests.js';
-import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, cpuShare, enginePids, freshDatabases, startFrontDoor, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import {
+  benchConfig,
+  cpuSecondsOf,
+  dropEarlierRunTopics,
+  cpuShare,
+  enginePids,
+  freshDatabases,
+  startFrontDoor,
+  machine,
+  machineCpu,
+  percentile,
+  round,
+  rssMbOf,
+  startPipelines,
+  startProcess,
+  waitFor,
+  writeResult,
+} from './lib/harness.js';
 import { cliArgs } from '../lib/cli.js';
 
-const { values: args } = cliArgs('npm run bench:ingest --', 'Load test of POST /ingest through to every processor: throughput, latency and CPU per event per process (benchmarks/README.md).', {
-  options: {
-    duration: { type: 'string', default: '20' },
-    clients: { type: 'string', default: '8' },
-    operators: { type: 'string', default: '40' },
-    batch: { type: 'string', default: '1000' },
-    'perf-records': { type: 'string', default: '500000' },
-    rate: { type: 'string', default: '0' },
-    'new-devices': { type: 'string', default: '0.1' },
-    apis: { type: 'string', default: '1' },
-    pipelines: { type: 'string', default: '1' },
-    'front-door': { type: 'boolean', default: false },
-    out: { type: 'string' },
+const { values: args } = cliArgs(
+  'npm run bench:ingest --',
+  'Load test of POST /ingest through to every processor: throughput, latency and CPU per event per process (benchmarks/README.md).',
+  {
+    options: {
+      duration: { type: 'string', default: '20' },
+      clients: { type: 'string', default: '8' },
+      operators: { type: 'string', default: '40' },
+      batch: { type: 'string', default: '1000' },
+      'perf-records': { type: 'string', default: '500000' },
+      rate: { type: 'string', default: '0' },
+      'new-devices': { type: 'string', default: '0.1' },
+      apis: { type: 'string', default: '1' },
+      pipelines: { type: 'string', default: '1' },
+      'front-door': { type: 'boolean', default: false },
+      out: { type: 'string' },
+    },
   },
-});
+);
 const DURATION_S = Number(args.duration);
 const CLIENTS = Number(args.clients);
 const OPERATORS = Number(args.operators);
@@ -69,7 +90,9 @@ const { cfg, env } = benchConfig({
   API_PORT: String(API_PORT),
 });
 
-console.log(`bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}, ${APIS} api instance(s), ${PIPELINES} pipeline process(es), ${NEW_DEVICES * 100} % new devices`);
+console.log(
+  `bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}, ${APIS} api instance(s), ${PIPELINES} pipeline process(es), ${NEW_DEVICES * 100} % new devices`,
+);
 
 // Fresh databases for the run.
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_bench');
@@ -80,26 +103,59 @@ await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'bench', cfg.KAFKA_TOPIC_PREFIX, [
 const sampleEventBytes = 520;
 const kafkaLibs = repoPath('.stack', 'kafka', 'libs');
 const perfTopic = `bench.${runId}.perf`;
-spawnSync(process.execPath, ['-e', `
+spawnSync(
+  process.execPath,
+  [
+    '-e',
+    `
   const { Kafka, logLevel } = require('kafkajs');
   const a = new Kafka({ brokers: ${JSON.stringify(cfg.KAFKA_BROKERS)}, logLevel: logLevel.NOTHING }).admin();
   a.connect().then(() => a.createTopics({ topics: [{ topic: '${perfTopic}', numPartitions: ${cfg.KAFKA_PARTITIONS} }], waitForLeaders: true })).then(() => a.disconnect());
-`], { stdio: 'inherit' });
+`,
+  ],
+  { stdio: 'inherit' },
+);
 const perf = spawnSync(
   'java',
-  ['-Xmx512m', '-cp', `${kafkaLibs}/*`, '-Dlog4j.configuration=file:' + repoPath('stack', 'kafka', 'log4j.properties'),
-    'org.apache.kafka.tools.ProducerPerformance', '--topic', perfTopic, '--num-records', String(args['perf-records']),
-    '--record-size', String(sampleEventBytes), '--throughput', '-1',
-    '--producer-props', `bootstrap.servers=${cfg.KAFKA_BROKERS.join(',')}`, 'acks=all', 'linger.ms=5', 'batch.size=262144', 'compression.type=none'],
+  [
+    '-Xmx512m',
+    '-cp',
+    `${kafkaLibs}/*`,
+    '-Dlog4j.configuration=file:' + repoPath('stack', 'kafka', 'log4j.properties'),
+    'org.apache.kafka.tools.ProducerPerformance',
+    '--topic',
+    perfTopic,
+    '--num-records',
+    String(args['perf-records']),
+    '--record-size',
+    String(sampleEventBytes),
+    '--throughput',
+    '-1',
+    '--producer-props',
+    `bootstrap.servers=${cfg.KAFKA_BROKERS.join(',')}`,
+    'acks=all',
+    'linger.ms=5',
+    'batch.size=262144',
+    'compression.type=none',
+  ],
   { encoding: 'utf8' },
 );
-const perfLine = perf.stdout.trim().split('\n').filter((l) => /records sent/.test(l)).pop() ?? '';
+const perfLine =
+  perf.stdout
+    .trim()
+    .split('\n')
+    .filter((l) => /records sent/.test(l))
+    .pop() ?? '';
 const kafkaCeiling = Number(/([\d.]+) records\/sec/.exec(perfLine)?.[1] ?? NaN);
 console.log(`kafka ProducerPerformance (acks=all, ${sampleEventBytes} B records): ${round(kafkaCeiling, 0)} records/s`);
 
 // The service under test.
 const apis = Array.from({ length: APIS }, (_, i) =>
-  startProcess(APIS > 1 ? `api-${i + 1}` : 'api', 'dist/apps/api/main.js', { ...env, API_PORT: String(API_PORT + i), API_METRICS_PORT: String(API_METRICS_PORT + i) }),
+  startProcess(APIS > 1 ? `api-${i + 1}` : 'api', 'dist/apps/api/main.js', {
+    ...env,
+    API_PORT: String(API_PORT + i),
+    API_METRICS_PORT: String(API_METRICS_PORT + i),
+  }),
 );
 // The processors log their state size (entries held) when they stop: read from the pipelines' logs
 // (with several pipelines, per process: one that stops last may have taken over others' partitions).
@@ -143,18 +199,38 @@ for (let i = 0; i < OPERATORS; i++) {
   const key = op.api_key as string;
   const venue = await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: `Venue ${i}`, timezone: 'Europe/Berlin' }) });
   const connector = i % 4 === 3 ? 'density' : 'meraki';
-  tenants.push({ key, venueId: venue.id as string, connector, pool: connector === 'meraki' ? Array.from({ length: DEVICE_POOL }, randomMac) : [] });
+  tenants.push({
+    key,
+    venueId: venue.id as string,
+    connector,
+    pool: connector === 'meraki' ? Array.from({ length: DEVICE_POOL }, randomMac) : [],
+  });
 }
 
 // The probe: a separate operator sends a small batch every second and times until it is queryable.
-const probeOp = await call('/api/operators', { method: 'POST', headers: { 'x-admin-key': cfg.ADMIN_SECRET }, body: JSON.stringify({ name: 'probe', email: 'probe@example.com', plan: 'pro' }) });
-const probeVenue = await call('/api/venues', { method: 'POST', key: probeOp.api_key as string, body: JSON.stringify({ name: 'Probe', timezone: 'UTC' }) });
+const probeOp = await call('/api/operators', {
+  method: 'POST',
+  headers: { 'x-admin-key': cfg.ADMIN_SECRET },
+  body: JSON.stringify({ name: 'probe', email: 'probe@example.com', plan: 'pro' }),
+});
+const probeVenue = await call('/api/venues', {
+  method: 'POST',
+  key: probeOp.api_key as string,
+  body: JSON.stringify({ name: 'Probe', timezone: 'UTC' }),
+});
 
 const chBench = createCh(cfg);
 // By operator and venue, the raw table's key prefix: the probe polls every 50 ms and must not scan the table each time.
 // Each poll costs ClickHouse ~3 ms of CPU: every 20 ms that was ~6 % of a core taken from the service under test.
 const countFor = async (operatorId: string, venueId: string) =>
-  Number((await chRows<{ n: string }>(chBench, chsql`SELECT count() AS n FROM events WHERE operator_id = toUUID(${operatorId}) AND venue_id = toUUID(${venueId})`))[0]?.n ?? 0);
+  Number(
+    (
+      await chRows<{ n: string }>(
+        chBench,
+        chsql`SELECT count() AS n FROM events WHERE operator_id = toUUID(${operatorId}) AND venue_id = toUUID(${venueId})`,
+      )
+    )[0]?.n ?? 0,
+  );
 const countAll = async () => Number((await chRows<{ n: string }>(chBench, chsql`SELECT count() AS n FROM events`))[0]?.n ?? 0);
 
 const latencies: number[] = [];
@@ -165,7 +241,12 @@ const statusCounts: Record<number, number> = {};
 const engines = enginePids();
 const cpuNow = () => {
   const ours = [...apis, ...pipelines].map((p) => p.child.pid);
-  const of = cpuSecondsOf({ ...Object.fromEntries(ours.map((pid) => [String(pid), pid])), kafka: engines.kafka, clickhouse: engines.clickhouse, frontDoor: frontDoor?.pid });
+  const of = cpuSecondsOf({
+    ...Object.fromEntries(ours.map((pid) => [String(pid), pid])),
+    kafka: engines.kafka,
+    clickhouse: engines.clickhouse,
+    frontDoor: frontDoor?.pid,
+  });
   const total = (list: Array<{ child: { pid?: number } }>) => list.reduce((n, p) => n + of[String(p.child.pid)]!, 0);
   return {
     api: total(apis),
@@ -182,7 +263,8 @@ const cpuSince = (from: ReturnType<typeof cpuNow>, to: ReturnType<typeof cpuNow>
 const kafkaAdmin = createKafka(cfg, createLogger('bench', 'warn'), 'bench-lag').admin();
 await kafkaAdmin.connect();
 const eventsTopic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
-const topicEnd = async (topic = eventsTopic) => new Map((await kafkaAdmin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
+const topicEnd = async (topic = eventsTopic) =>
+  new Map((await kafkaAdmin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
 // What each processor reads: connector health reads only the ingest reports (one per request, as the events).
 const inputOf = (processor: string) => (processor === 'health' ? derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports : eventsTopic);
 const endBeforeLoad = await topicEnd();
@@ -207,7 +289,11 @@ async function client(): Promise<void> {
     const payload = ingestBody(t, BATCH, NEW_DEVICES, now, lastPush.get(t.venueId));
     lastPush.set(t.venueId, now);
     const t0 = performance.now();
-    const res = await fetch(`${bases[slot % bases.length]}/ingest`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` }, body: payload }).catch(() => null);
+    const res = await fetch(`${bases[slot % bases.length]}/ingest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${t.key}` },
+      body: payload,
+    }).catch(() => null);
     const ms = performance.now() - t0;
     if (!res) {
       failures++;
@@ -231,10 +317,19 @@ async function probe(): Promise<void> {
   while (performance.now() < deadline) {
     const sentAt = performance.now();
     const before = await countFor(probeOp.operator_id as string, probeVenue.id as string);
-    await call('/ingest', { method: 'POST', key: probeOp.api_key as string, body: JSON.stringify({ venue_id: probeVenue.id, connector_type: 'density', events: [{ type: 'entry', timestamp: new Date().toISOString(), payload: { direction: 1 } }] }) });
+    await call('/ingest', {
+      method: 'POST',
+      key: probeOp.api_key as string,
+      body: JSON.stringify({
+        venue_id: probeVenue.id,
+        connector_type: 'density',
+        events: [{ type: 'entry', timestamp: new Date().toISOString(), payload: { direction: 1 } }],
+      }),
+    });
     probeEvents++;
     const acked = performance.now();
-    while ((await countFor(probeOp.operator_id as string, probeVenue.id as string)) <= before && performance.now() - acked < 30_000) await new Promise((r) => setTimeout(r, 50));
+    while ((await countFor(probeOp.operator_id as string, probeVenue.id as string)) <= before && performance.now() - acked < 30_000)
+      await new Promise((r) => setTimeout(r, 50));
     probeLags.push(performance.now() - acked);
     const wait = 1000 - (performance.now() - sentAt);
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -305,7 +400,10 @@ const cpuAfterCatchUp = cpuNow();
  * /ingest, and Kafka acknowledging its batch. Quantiles are bucket upper bounds.
  */
 async function serverSide() {
-  const text = await fetch(`http://127.0.0.1:${API_METRICS_PORT}/metrics`).then((r) => r.text(), () => '');
+  const text = await fetch(`http://127.0.0.1:${API_METRICS_PORT}/metrics`).then(
+    (r) => r.text(),
+    () => '',
+  );
   const histogram = (name: string, labels: string) => {
     const ours = text.split('\n').filter((l) => l.startsWith(`${name}_`) && l.includes(labels));
     const buckets = ours
@@ -316,7 +414,12 @@ async function serverSide() {
       })
       .sort((a, b) => a.le - b.le);
     const count = buckets.at(-1)?.n ?? 0;
-    const sum = Number(ours.find((l) => l.startsWith(`${name}_sum{`))?.split(' ').pop() ?? NaN);
+    const sum = Number(
+      ours
+        .find((l) => l.startsWith(`${name}_sum{`))
+        ?.split(' ')
+        .pop() ?? NaN,
+    );
     const q = (p: number) => (count ? buckets.find((b) => b.n >= p * count)!.le * 1000 : NaN);
     return { count, meanMs: round((sum / count) * 1000), p50UpToMs: q(0.5), p95UpToMs: q(0.95), p99UpToMs: q(0.99) };
   };
@@ -346,12 +449,26 @@ const endToEndPerSec = settledS === null ? null : (accepted + probeEvents) / set
 const caughtUpCpu = cpuSince(cpuBefore, cpuAfterCatchUp);
 const events = accepted + probeEvents;
 const cpuMicrosPerEvent = Object.fromEntries(Object.entries(caughtUpCpu).map(([k, v]) => [k, round((v * 1e6) / events, 1)]));
-const systemCpuMicrosPerEvent = round(Object.entries(caughtUpCpu).reduce((n, [k, v]) => (k === 'benchClient' ? n : n + v), 0) * 1e6 / events, 1);
+const systemCpuMicrosPerEvent = round(
+  (Object.entries(caughtUpCpu).reduce((n, [k, v]) => (k === 'benchClient' ? n : n + v), 0) * 1e6) / events,
+  1,
+);
 const result = {
   benchmark: 'ingest',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { durationS: DURATION_S, clients: CLIENTS, operators: OPERATORS, batchSize: BATCH, offeredEventsPerSec: RATE || 'unpaced', rateLimits: cfg.RATE_LIMITS_ENABLED, apiInstances: APIS, frontDoor: FRONT_DOOR, pipelineInstances: PIPELINES, newDeviceShare: NEW_DEVICES },
+  settings: {
+    durationS: DURATION_S,
+    clients: CLIENTS,
+    operators: OPERATORS,
+    batchSize: BATCH,
+    offeredEventsPerSec: RATE || 'unpaced',
+    rateLimits: cfg.RATE_LIMITS_ENABLED,
+    apiInstances: APIS,
+    frontDoor: FRONT_DOOR,
+    pipelineInstances: PIPELINES,
+    newDeviceShare: NEW_DEVICES,
+  },
   ingest: {
     acceptedEvents: accepted,
     rejectedEvents: rejected,
@@ -361,16 +478,32 @@ const result = {
     elapsedS: round(elapsedS, 2),
     eventsPerSec: round(eventsPerSec, 0),
     endToEndEventsPerSec: endToEndPerSec === null ? null : round(endToEndPerSec, 0),
-    latencyMs: { p50: round(percentile(latencies, 50)), p95: round(percentile(latencies, 95)), p99: round(percentile(latencies, 99)), max: round(latencies.at(-1) ?? NaN) },
+    latencyMs: {
+      p50: round(percentile(latencies, 50)),
+      p95: round(percentile(latencies, 95)),
+      p99: round(percentile(latencies, 99)),
+      max: round(latencies.at(-1) ?? NaN),
+    },
     serverSide: server,
   },
   queryable: {
     storedRows: stored,
     allStored: stored >= accepted + probeEvents,
     drainAfterLoadMs: round(drainMs, 0),
-    probeLagMs: { samples: probeLags.length, p50: round(percentile(probeLags, 50)), p95: round(percentile(probeLags, 95)), max: round(probeLags.at(-1) ?? NaN) },
+    probeLagMs: {
+      samples: probeLags.length,
+      p50: round(percentile(probeLags, 50)),
+      p95: round(percentile(probeLags, 95)),
+      max: round(probeLags.at(-1) ?? NaN),
+    },
   },
-  processors: { eventsPerMessage: round(eventsPerMessage, 1), lag: processorLag, deriveCatchUpMs, stateEntriesAtStop: processorState, pipelineRssMbAfterCatchUp: pipelineRssMb },
+  processors: {
+    eventsPerMessage: round(eventsPerMessage, 1),
+    lag: processorLag,
+    deriveCatchUpMs,
+    stateEntriesAtStop: processorState,
+    pipelineRssMbAfterCatchUp: pipelineRssMb,
+  },
   kafkaProducerPerformance: { recordsPerSec: round(kafkaCeiling, 0), recordSizeBytes: sampleEventBytes, acks: 'all', line: perfLine },
   ratioToKafkaCeiling: round(eventsPerSec / kafkaCeiling, 3),
   endToEndRatioToKafkaCeiling: endToEndPerSec === null ? null : round(endToEndPerSec / kafkaCeiling, 3),
@@ -382,8 +515,14 @@ const result = {
 };
 const path = writeResult(args.out ?? (RATE ? 'ingest-paced' : 'ingest'), result);
 console.log(JSON.stringify(result, null, 2));
-console.log(`\naccepted ${round(eventsPerSec, 0)} events/s, ${endToEndPerSec === null ? 'not settled' : `${round(endToEndPerSec, 0)} end to end`} (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
-  `${round(eventsPerSec / kafkaCeiling * 100, 1)} % of Kafka's producer ceiling; ${result.cpuStolenDuringLoadPercent} % of the CPU stolen by the hypervisor during the load; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; ` +
-  `processors caught up ${Object.entries(processorLag).map(([n, l]) => `${n} ${l.catchUpMs ?? 'not'} ms (lag ${l.lagEventsAtLoadEnd} events)`).join(', ')}, derive ${deriveCatchUpMs ?? 'not'} ms, pipeline RSS ${pipelineRssMb} MB; ` +
-  `system CPU ${systemCpuMicrosPerEvent} µs/event (${Object.entries(cpuMicrosPerEvent).map(([k, v]) => `${k} ${v}`).join(', ')}); written to ${path}`);
+console.log(
+  `\naccepted ${round(eventsPerSec, 0)} events/s, ${endToEndPerSec === null ? 'not settled' : `${round(endToEndPerSec, 0)} end to end`} (p50 ${result.ingest.latencyMs.p50} ms, p95 ${result.ingest.latencyMs.p95} ms, p99 ${result.ingest.latencyMs.p99} ms); ` +
+    `${round((eventsPerSec / kafkaCeiling) * 100, 1)} % of Kafka's producer ceiling; ${result.cpuStolenDuringLoadPercent} % of the CPU stolen by the hypervisor during the load; queryable p50 ${result.queryable.probeLagMs.p50} ms after the 202; ` +
+    `processors caught up ${Object.entries(processorLag)
+      .map(([n, l]) => `${n} ${l.catchUpMs ?? 'not'} ms (lag ${l.lagEventsAtLoadEnd} events)`)
+      .join(', ')}, derive ${deriveCatchUpMs ?? 'not'} ms, pipeline RSS ${pipelineRssMb} MB; ` +
+    `system CPU ${systemCpuMicrosPerEvent} µs/event (${Object.entries(cpuMicrosPerEvent)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}); written to ${path}`,
+);
 process.exit(0);

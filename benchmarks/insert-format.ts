@@ -15,7 +15,11 @@ import { benchConfig, cpuSecondsOf, enginePids, machine, round, writeResult } fr
 import { seedEventsSql } from './lib/seed.js';
 import { cliArgs } from '../lib/cli.js';
 
-const { values: args } = cliArgs('npm run bench:insert-format --', "JSONEachRow against TabSeparated for the raw events' inserts, measured alone (benchmarks/README.md).", { options: { rows: { type: 'string', default: '300000' }, rounds: { type: 'string', default: '3' } } });
+const { values: args } = cliArgs(
+  'npm run bench:insert-format --',
+  "JSONEachRow against TabSeparated for the raw events' inserts, measured alone (benchmarks/README.md).",
+  { options: { rows: { type: 'string', default: '300000' }, rounds: { type: 'string', default: '3' } } },
+);
 const ROWS = Number(args.rows);
 const ROUNDS = Number(args.rounds);
 const DB = 'venue_bench_format';
@@ -34,7 +38,14 @@ async function freshDatabase(): Promise<void> {
 /** The generator's rows, read back in the shape the sink builds. */
 async function sampleRows(client: Ch): Promise<EventRow[]> {
   await freshDatabase();
-  const venue = { id: randomUUID(), operatorId: randomUUID(), timezone: 'Europe/Berlin', capacity: 800, retentionDays: 90, zones: { hall: randomUUID(), entrance: randomUUID() } };
+  const venue = {
+    id: randomUUID(),
+    operatorId: randomUUID(),
+    timezone: 'Europe/Berlin',
+    capacity: 800,
+    retentionDays: 90,
+    zones: { hall: randomUUID(), entrance: randomUUID() },
+  };
   const end = Math.floor(Date.now() / 1000);
   await client.command({ query: seedEventsSql(DB, 'bench.format', venue, 0, ROWS, 0, ROWS, end - 86_400, 86_400).text });
   const result = await client.query({
@@ -53,7 +64,11 @@ const encode = (f: () => Iterable<Buffer>) => {
   const before = process.cpuUsage();
   const buffers = [...f()];
   const used = process.cpuUsage(before);
-  return { usPerRow: (used.user + used.system) / rows.length, buffers, bytesPerRow: buffers.reduce((n, b) => n + b.length, 0) / rows.length };
+  return {
+    usPerRow: (used.user + used.system) / rows.length,
+    buffers,
+    bytesPerRow: buffers.reduce((n, b) => n + b.length, 0) / rows.length,
+  };
 };
 
 const rounds = [];
@@ -68,15 +83,28 @@ for (let round_ = 0; round_ < ROUNDS; round_++) {
     // Let the migration's own work settle before timing the insert.
     await new Promise((r) => setTimeout(r, 1500));
     const before = clickhouseCpu();
-    const { stream } = await ch.exec({ query: `INSERT INTO ${DB}.events ${f.query}`, values: Readable.from(f.buffers, { objectMode: false }) });
+    const { stream } = await ch.exec({
+      query: `INSERT INTO ${DB}.events ${f.query}`,
+      values: Readable.from(f.buffers, { objectMode: false }),
+    });
     for await (const _ of stream) void _;
-    out[name] = { encodeUsPerRow: round(f.usPerRow, 2), bytesPerRow: Math.round(f.bytesPerRow), clickhouseUsPerRow: round(((clickhouseCpu() - before) * 1e6) / rows.length, 2) };
+    out[name] = {
+      encodeUsPerRow: round(f.usPerRow, 2),
+      bytesPerRow: Math.round(f.bytesPerRow),
+      clickhouseUsPerRow: round(((clickhouseCpu() - before) * 1e6) / rows.length, 2),
+    };
   }
   console.log(`round ${round_ + 1}: ${JSON.stringify(out)}`);
   rounds.push(out);
 }
 await ch.command({ query: `DROP DATABASE IF EXISTS ${DB}` });
 await ch.close();
-const path = writeResult('insert-format', { benchmark: 'insert-format', at: new Date().toISOString(), machine: machine(), rows: rows.length, rounds });
+const path = writeResult('insert-format', {
+  benchmark: 'insert-format',
+  at: new Date().toISOString(),
+  machine: machine(),
+  rows: rows.length,
+  rounds,
+});
 console.log(`written to ${path}`);
 process.exit(0);

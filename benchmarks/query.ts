@@ -11,7 +11,13 @@ import { createDb, rows, sql } from '../postgres/client.js';
 import { migratePostgres } from '../postgres/migrate.js';
 import { createCh, chRows, chsql, raw, type Ch, type ChSql } from '../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
-import { telemetryDocument, telemetrySeriesSql, type Aggregation, type EpochSeriesQuery, type SeriesRow } from '../clickhouse/queries/telemetry.js';
+import {
+  telemetryDocument,
+  telemetrySeriesSql,
+  type Aggregation,
+  type EpochSeriesQuery,
+  type SeriesRow,
+} from '../clickhouse/queries/telemetry.js';
 import { planBuckets } from '../domain/telemetry/buckets.js';
 import { PLAN_LIMITS, type Plan } from '../domain/tenants/plans.js';
 import { topicNames } from '../lib/topology.js';
@@ -19,21 +25,37 @@ import { createLogger } from '../lib/logger.js';
 import { compactClosedPartitions } from '../pipeline/compaction.js';
 import { createHousekeepingCh } from '../pipeline/housekeeping.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, cpuSecondsOf, cpuShare, enginePids, machine, machineCpu, percentile, round, startProcess, waitFor, writeResult } from './lib/harness.js';
+import {
+  benchConfig,
+  cpuSecondsOf,
+  cpuShare,
+  enginePids,
+  machine,
+  machineCpu,
+  percentile,
+  round,
+  startProcess,
+  waitFor,
+  writeResult,
+} from './lib/harness.js';
 import { seedEventsSql, seedOccupancyUpdatesSql } from './lib/seed.js';
 import { cliArgs } from '../lib/cli.js';
 
-const { values: args } = cliArgs('npm run bench:query --', 'Telemetry and dashboard query latency over a seeded history (benchmarks/README.md).', {
-  options: {
-    events: { type: 'string', default: '6000000' },
-    days: { type: 'string', default: '35' },
-    chunk: { type: 'string', default: '1000000' },
-    iterations: { type: 'string', default: '50' },
-    warmup: { type: 'string', default: '5' },
-    reuse: { type: 'boolean', default: false },
-    out: { type: 'string', default: 'query' },
+const { values: args } = cliArgs(
+  'npm run bench:query --',
+  'Telemetry and dashboard query latency over a seeded history (benchmarks/README.md).',
+  {
+    options: {
+      events: { type: 'string', default: '6000000' },
+      days: { type: 'string', default: '35' },
+      chunk: { type: 'string', default: '1000000' },
+      iterations: { type: 'string', default: '50' },
+      warmup: { type: 'string', default: '5' },
+      reuse: { type: 'boolean', default: false },
+      out: { type: 'string', default: 'query' },
+    },
   },
-});
+);
 const EVENTS = Number(args.events);
 const DAYS = Number(args.days);
 const CHUNK = Number(args.chunk);
@@ -100,7 +122,12 @@ const { cfg, env } = benchConfig({
 const ch = createCh(cfg);
 // No default database (it is dropped and created with it); a million-row insert feeding four views
 // takes ~10 s here and can outlast the app client's 30 s timeout on a busy machine.
-const loader = createClient({ url: cfg.CLICKHOUSE_URL, username: cfg.CLICKHOUSE_USER, password: cfg.CLICKHOUSE_PASSWORD, request_timeout: 60_000 });
+const loader = createClient({
+  url: cfg.CLICKHOUSE_URL,
+  username: cfg.CLICKHOUSE_USER,
+  password: cfg.CLICKHOUSE_PASSWORD,
+  request_timeout: 60_000,
+});
 const count = async (statement: ChSql) => Number((await chRows<{ n: string }>(ch, statement))[0]?.n ?? 0);
 
 interface LoadedVenue extends VenueSpec {
@@ -140,7 +167,10 @@ async function previousTenants(): Promise<{ mainOperatorId: string; venues: Load
          WHERE o.name LIKE 'bench-query %' GROUP BY o.id, v.id`,
   ).catch(() => []);
   await db.end();
-  const stored = await chRows<{ venue_id: string; n: string }>(ch, chsql`SELECT venue_id, count() AS n FROM events GROUP BY venue_id`).catch(() => []);
+  const stored = await chRows<{ venue_id: string; n: string }>(
+    ch,
+    chsql`SELECT venue_id, count() AS n FROM events GROUP BY venue_id`,
+  ).catch(() => []);
   const venues: LoadedVenue[] = [];
   for (const t of TENANTS) {
     for (const v of t.venues) {
@@ -183,12 +213,19 @@ async function createTenants(): Promise<Tenants> {
     const operatorId = op.operator_id as string;
     const key = op.api_key as string;
     // Enterprise (no API-call quota, 5-year retention) is granted by an administrator only.
-    if (t.plan === 'enterprise') await call(`/api/operators/${operatorId}/plan`, { method: 'PUT', admin: true, body: JSON.stringify({ plan: 'enterprise' }) });
+    if (t.plan === 'enterprise')
+      await call(`/api/operators/${operatorId}/plan`, { method: 'PUT', admin: true, body: JSON.stringify({ plan: 'enterprise' }) });
     if (i === 0) mainKey = key;
     for (const v of t.venues) {
       const venue = await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: v.name, timezone: v.timezone }) });
       const zone = async (slug: string, type: string) =>
-        (await call(`/api/venues/${venue.id}/zones`, { method: 'POST', key, body: JSON.stringify({ slug, name: slug, type, capacity: v.capacity }) })).id as string;
+        (
+          await call(`/api/venues/${venue.id}/zones`, {
+            method: 'POST',
+            key,
+            body: JSON.stringify({ slug, name: slug, type, capacity: v.capacity }),
+          })
+        ).id as string;
       const zones = { hall: await zone('hall', 'area'), entrance: await zone('main-entrance', 'entrance') };
       venues.push({ ...v, id: venue.id as string, operatorId, retentionDays: PLAN_LIMITS[t.plan].retentionDays, zones });
     }
@@ -206,10 +243,15 @@ async function load(venues: LoadedVenue[], endSec: number): Promise<{ seconds: n
     for (let off = 0; off < total; off += CHUNK) {
       const len = Math.min(CHUNK, total - off);
       const t0 = performance.now();
-      await loader.command({ query: seedEventsSql(DB, topicNames(cfg.KAFKA_TOPIC_PREFIX).events, v, i % cfg.KAFKA_PARTITIONS, total, off, len, startSec, spanSec).text });
+      await loader.command({
+        query: seedEventsSql(DB, topicNames(cfg.KAFKA_TOPIC_PREFIX).events, v, i % cfg.KAFKA_PARTITIONS, total, off, len, startSec, spanSec)
+          .text,
+      });
       done += len;
       const s = (performance.now() - t0) / 1000;
-      console.log(`  ${v.name}: ${off + len}/${total} events (${round(len / s / 1000, 0)}k/s); ${done}/${EVENTS} in ${round((performance.now() - started) / 1000)} s`);
+      console.log(
+        `  ${v.name}: ${off + len}/${total} events (${round(len / s / 1000, 0)}k/s); ${done}/${EVENTS} in ${round((performance.now() - started) / 1000)} s`,
+      );
     }
     await loader.command({ query: seedOccupancyUpdatesSql(DB, v).text });
   }
@@ -257,7 +299,11 @@ const stats = (samples: number[]) => {
  * Times the request; with `direct`, also the same answer's ClickHouse part straight from here, each
  * right after a request, so both see the same moments of a noisy machine.
  */
-async function timeApi(path: string, key: string, direct?: () => Promise<unknown>): Promise<{ ms: number[]; directMs: number[]; body: Record<string, unknown>; bytes: number }> {
+async function timeApi(
+  path: string,
+  key: string,
+  direct?: () => Promise<unknown>,
+): Promise<{ ms: number[]; directMs: number[]; body: Record<string, unknown>; bytes: number }> {
   const ms: number[] = [];
   const directMs: number[] = [];
   let text = '';
@@ -371,7 +417,12 @@ if (previous) {
   // Keys are stored only as digests: the admin endpoint issues a new one.
   const rotated = await call(`/api/operators/${previous.mainOperatorId}/rotate-key`, { method: 'POST', admin: true });
   tenants = { mainKey: rotated.api_key as string, venues: previous.venues };
-  loaded = { seconds: 0, events: await count(chsql`SELECT count() AS n FROM events`), reused: true, mergeWaitS: round(await settleMerges()) };
+  loaded = {
+    seconds: 0,
+    events: await count(chsql`SELECT count() AS n FROM events`),
+    reused: true,
+    mergeWaitS: round(await settleMerges()),
+  };
 } else {
   tenants = await createTenants();
   busyBeforeLoad = await waitQuiet();
@@ -387,8 +438,14 @@ const compactLog = createLogger('bench', 'warn');
 const compactCh = createHousekeepingCh(cfg, compactLog, DB);
 const compacted = await compactClosedPartitions(compactCh, compactLog, { limit: Infinity });
 await compactCh.close();
-const compaction = { partitions: compacted.length, partsBefore: compacted.reduce((n, c) => n + c.parts, 0), seconds: round((performance.now() - compactStarted) / 1000) };
-console.log(`compaction: ${compaction.partitions} closed partitions of the rollups merged (${compaction.partsBefore} parts) in ${compaction.seconds} s`);
+const compaction = {
+  partitions: compacted.length,
+  partsBefore: compacted.reduce((n, c) => n + c.parts, 0),
+  seconds: round((performance.now() - compactStarted) / 1000),
+};
+console.log(
+  `compaction: ${compaction.partitions} closed partitions of the rollups merged (${compaction.partsBefore} parts) in ${compaction.seconds} s`,
+);
 
 const main = tenants.venues[0]!;
 const points = await count(chsql`SELECT sum(length(metric_values)) AS n FROM events`);
@@ -398,21 +455,35 @@ const parts = await chRows<{ table: string; parts: string; rows: string; bytes: 
   chsql`SELECT table, count() AS parts, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts
          WHERE database = ${DB} AND active GROUP BY table ORDER BY table`,
 );
-const span = (await chRows<{ first: number; last: number }>(ch, chsql`SELECT toUInt32(min(ts)) AS first, toUInt32(max(ts)) AS last FROM events WHERE venue_id = toUUID(${main.id})`))[0]!;
+const span = (
+  await chRows<{ first: number; last: number }>(
+    ch,
+    chsql`SELECT toUInt32(min(ts)) AS first, toUInt32(max(ts)) AS last FROM events WHERE venue_id = toUUID(${main.id})`,
+  )
+)[0]!;
 // Ranges end on the hour after the last event, so both questions cover data up to their end.
 const endMs = Math.ceil((Number(span.last) + 1) / 3600) * HOUR_MS;
-console.log(`${loaded.events} events, ${points} telemetry points (${mainPoints} for ${main.name})` +
-  (loaded.reused ? '' : `, loaded in ${round(loaded.seconds)} s (${round(loaded.events / loaded.seconds / 1000, 0)}k events/s, ${round(points / loaded.seconds / 1000, 0)}k points/s)`) +
-  `; merges settled after ${loaded.mergeWaitS} s`);
+console.log(
+  `${loaded.events} events, ${points} telemetry points (${mainPoints} for ${main.name})` +
+    (loaded.reused
+      ? ''
+      : `, loaded in ${round(loaded.seconds)} s (${round(loaded.events / loaded.seconds / 1000, 0)}k events/s, ${round(points / loaded.seconds / 1000, 0)}k points/s)`) +
+    `; merges settled after ${loaded.mergeWaitS} s`,
+);
 
 // --- measure ---
 
 const busyBefore = await waitQuiet();
-if (busyBefore > 0.15) console.log(`warning: the CPU is ${round(busyBefore * 100, 0)} % busy with something else: timings may be disturbed`);
+if (busyBefore > 0.15)
+  console.log(`warning: the CPU is ${round(busyBefore * 100, 0)} % busy with something else: timings may be disturbed`);
 console.log(`timing ${WARMUP} warm-up + ${ITERATIONS} requests per question, one at a time`);
 // ClickHouse uses both cores for one query, so the share of the machine taken by anything else tells a disturbed run.
 // This process counts with its children (the api).
-const ownSeconds = () => Object.values(cpuSecondsOf({ bench: process.pid, clickhouse: enginePids().clickhouse })).reduce((n, s) => n + (Number.isNaN(s) ? 0 : s), 0);
+const ownSeconds = () =>
+  Object.values(cpuSecondsOf({ bench: process.pid, clickhouse: enginePids().clickhouse })).reduce(
+    (n, s) => n + (Number.isNaN(s) ? 0 : s),
+    0,
+  );
 const ticksBefore = { machine: machineCpu(), own: ownSeconds() };
 
 // The API's fixed cost (auth, usage meter, one Postgres read, HTTP) without ClickHouse.
@@ -429,7 +500,14 @@ for (const q of QUESTIONS) {
   const startTs = endMs - q.rangeMs;
   const plan = planBuckets(startTs, endMs, q.interval, main.timezone);
   if (plan.resolution === '1d') throw new Error('day buckets are not benchmarked');
-  const series: EpochSeriesQuery = { ...plan, resolution: plan.resolution, operatorId: main.operatorId, venueId: main.id, keys: KEYS, agg: q.agg };
+  const series: EpochSeriesQuery = {
+    ...plan,
+    resolution: plan.resolution,
+    operatorId: main.operatorId,
+    venueId: main.id,
+    keys: KEYS,
+    agg: q.agg,
+  };
   const path = `/api/venues/${main.id}/telemetry?keys=${KEYS.join(',')}&startTs=${startTs}&endTs=${endMs}&interval=${q.interval}&agg=${q.agg}`;
   // The api answers these with ClickHouse's JSON document (no fill, minute or hour buckets).
   const apiRun = await timeApi(path, tenants.mainKey, async () => text(await telemetryDocument(ch, series)));
@@ -460,23 +538,34 @@ for (const q of QUESTIONS) {
     apiMatchesRaw: compare(apiRun.body, rawRun.rows),
   };
   questions.push(result);
-  console.log(`${q.name}: api p50 ${apiMs.p50} / p95 ${apiMs.p95} ms (${result.pointsReturned} points), its ClickHouse part p50 ${result.documentMs.p50} / p95 ${result.documentMs.p95} ms; rollup SQL p50 ${rollup.clientMs.p50} ms ` +
-    `(ClickHouse ${rollup.serverMs.p50} ms, ${rollup.rowsRead} rows read); raw p50 ${rawRun.clientMs.p50} ms (${rawRun.rowsRead} rows read), ` +
-    `×${result.rawOverRollup.sqlP50}; ${result.apiMatchesRaw.ok ? 'api = raw' : `MISMATCH ${JSON.stringify(result.apiMatchesRaw.mismatches.slice(0, 3))}`}`);
+  console.log(
+    `${q.name}: api p50 ${apiMs.p50} / p95 ${apiMs.p95} ms (${result.pointsReturned} points), its ClickHouse part p50 ${result.documentMs.p50} / p95 ${result.documentMs.p95} ms; rollup SQL p50 ${rollup.clientMs.p50} ms ` +
+      `(ClickHouse ${rollup.serverMs.p50} ms, ${rollup.rowsRead} rows read); raw p50 ${rawRun.clientMs.p50} ms (${rawRun.rowsRead} rows read), ` +
+      `×${result.rawOverRollup.sqlP50}; ${result.apiMatchesRaw.ok ? 'api = raw' : `MISMATCH ${JSON.stringify(result.apiMatchesRaw.mismatches.slice(0, 3))}`}`,
+  );
 }
 
 // The exact question of the issue, seven days at one minute, meets the documented cap.
-const capCheck = await fetch(`${base}/api/venues/${main.id}/telemetry?keys=temperature&startTs=${endMs - 7 * DAY_MS}&endTs=${endMs}&interval=${MINUTE_MS}`, {
-  headers: { authorization: `Bearer ${tenants.mainKey}` },
-});
+const capCheck = await fetch(
+  `${base}/api/venues/${main.id}/telemetry?keys=temperature&startTs=${endMs - 7 * DAY_MS}&endTs=${endMs}&interval=${MINUTE_MS}`,
+  {
+    headers: { authorization: `Bearer ${tenants.mainKey}` },
+  },
+);
 const capBody = (await capCheck.json()) as { error?: string };
 const ticksAfter = { machine: machineCpu(), own: ownSeconds() };
 const busyDuring = cpuShare(ticksBefore.machine, ticksAfter.machine, 'busy');
 const stolenDuring = cpuShare(ticksBefore.machine, ticksAfter.machine, 'steal');
 // Postgres and Redis serving the api count as other: a few per cent is normal.
 const otherDuring = busyDuring - stolenDuring - (ticksAfter.own - ticksBefore.own) / (ticksAfter.machine.total - ticksBefore.machine.total);
-if (otherDuring > 0.15) console.log(`warning: other processes took ${round(otherDuring * 100, 0)} % of the CPU while timing: rerun with --reuse when the machine is quiet`);
-if (stolenDuring > 0.1) console.log(`warning: the hypervisor took ${round(stolenDuring * 100, 0)} % of the CPU while timing (steal): the figures are slower than this machine's own`);
+if (otherDuring > 0.15)
+  console.log(
+    `warning: other processes took ${round(otherDuring * 100, 0)} % of the CPU while timing: rerun with --reuse when the machine is quiet`,
+  );
+if (stolenDuring > 0.1)
+  console.log(
+    `warning: the hypervisor took ${round(stolenDuring * 100, 0)} % of the CPU while timing (steal): the figures are slower than this machine's own`,
+  );
 
 await api.stop();
 await loader.close();
@@ -491,7 +580,15 @@ const result = {
   cpuBusyDuringTimingPercent: round(busyDuring * 100, 0),
   cpuOtherDuringTimingPercent: round(otherDuring * 100, 0),
   cpuStolenDuringTimingPercent: round(stolenDuring * 100, 0),
-  settings: { events: EVENTS, days: DAYS, chunk: CHUNK, iterations: ITERATIONS, warmup: WARMUP, reuse: args.reuse, rateLimits: cfg.RATE_LIMITS_ENABLED },
+  settings: {
+    events: EVENTS,
+    days: DAYS,
+    chunk: CHUNK,
+    iterations: ITERATIONS,
+    warmup: WARMUP,
+    reuse: args.reuse,
+    rateLimits: cfg.RATE_LIMITS_ENABLED,
+  },
   data: {
     database: DB,
     reused: loaded.reused,
@@ -500,14 +597,24 @@ const result = {
     telemetryPointsQueriedVenue: mainPoints,
     meetsPointTarget: points >= TARGET_POINTS,
     venues: tenants.venues.map((v) => ({ name: v.name, timezone: v.timezone, share: v.share, retentionDays: v.retentionDays })),
-    queriedVenue: { name: main.name, timezone: main.timezone, firstEvent: new Date(Number(span.first) * 1000).toISOString(), lastEvent: new Date(Number(span.last) * 1000).toISOString() },
+    queriedVenue: {
+      name: main.name,
+      timezone: main.timezone,
+      firstEvent: new Date(Number(span.first) * 1000).toISOString(),
+      lastEvent: new Date(Number(span.last) * 1000).toISOString(),
+    },
     cpuBusyBeforeLoadPercent: busyBeforeLoad === null ? null : round(busyBeforeLoad * 100, 0),
     loadSeconds: loaded.reused ? null : round(loaded.seconds),
     loadEventsPerSec: loaded.reused ? null : round(loaded.events / loaded.seconds, 0),
     loadPointsPerSec: loaded.reused ? null : round(points / loaded.seconds, 0),
     mergeWaitSeconds: loaded.mergeWaitS,
     compaction,
-    tables: parts.map((p) => ({ table: p.table, activeParts: Number(p.parts), rows: Number(p.rows), mib: round(Number(p.bytes) / 2 ** 20) })),
+    tables: parts.map((p) => ({
+      table: p.table,
+      activeParts: Number(p.parts),
+      rows: Number(p.rows),
+      mib: round(Number(p.bytes) / 2 ** 20),
+    })),
   },
   apiFloorMs: { what: 'GET /api/venues/:id (auth, usage meter, one Postgres read, HTTP): the fixed cost without ClickHouse', ...floor },
   questions,
@@ -517,9 +624,11 @@ const result = {
 const path = writeResult(OUT, result);
 console.log(JSON.stringify(result, null, 2));
 const [hourly, , minutely] = questions;
-console.log(`\n${points} telemetry points (${loaded.events} events${loaded.reused ? ', reused' : `, loaded in ${round(loaded.seconds)} s`}); ` +
-  `30d@1h p50 ${hourly!.apiMs.p50} / p95 ${hourly!.apiMs.p95} ms (raw ×${hourly!.rawOverRollup.sqlP50}); ` +
-  `~7d@1m p50 ${minutely!.apiMs.p50} / p95 ${minutely!.apiMs.p95} ms (raw ×${minutely!.rawOverRollup.sqlP50}); ` +
-  `target p95 ≤ ${TARGET_P95_MS} ms ${result.target.met ? 'met' : 'NOT met'}; ` +
-  `${questions.every((q) => q.apiMatchesRaw.ok) ? 'api matches raw' : 'API/RAW MISMATCH'}; written to ${path}`);
+console.log(
+  `\n${points} telemetry points (${loaded.events} events${loaded.reused ? ', reused' : `, loaded in ${round(loaded.seconds)} s`}); ` +
+    `30d@1h p50 ${hourly!.apiMs.p50} / p95 ${hourly!.apiMs.p95} ms (raw ×${hourly!.rawOverRollup.sqlP50}); ` +
+    `~7d@1m p50 ${minutely!.apiMs.p50} / p95 ${minutely!.apiMs.p95} ms (raw ×${minutely!.rawOverRollup.sqlP50}); ` +
+    `target p95 ≤ ${TARGET_P95_MS} ms ${result.target.met ? 'met' : 'NOT met'}; ` +
+    `${questions.every((q) => q.apiMatchesRaw.ok) ? 'api matches raw' : 'API/RAW MISMATCH'}; written to ${path}`,
+);
 process.exit(0);

@@ -14,32 +14,54 @@ import { derivedTopicNames, topicNames } from '../lib/topology.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
-import { benchConfig, cpuSecondsOf, dropEarlierRunTopics, enginePids, freshDatabases, machine, machineCpu, percentile, round, rssMbOf, startPipelines, startProcess, waitFor, writeResult } from './lib/harness.js';
+import {
+  benchConfig,
+  cpuSecondsOf,
+  dropEarlierRunTopics,
+  enginePids,
+  freshDatabases,
+  machine,
+  machineCpu,
+  percentile,
+  round,
+  rssMbOf,
+  startPipelines,
+  startProcess,
+  waitFor,
+  writeResult,
+} from './lib/harness.js';
 import { Fleet, type FleetTenant } from './lib/fleet.js';
 import { cliArgs } from '../lib/cli.js';
 
-const { values: args } = cliArgs('npm run bench:soak --', 'A long run at a steady rate: lag, RSS and latency sampled over time (benchmarks/README.md).', {
-  options: {
-    minutes: { type: 'string', default: '30' },
-    rate: { type: 'string', default: '0' },
-    clients: { type: 'string', default: '4' },
-    batch: { type: 'string', default: '500' },
-    operators: { type: 'string', default: '10' },
-    subscribers: { type: 'string', default: '2' },
-    // Recurring visitors (the number of distinct devices a day's visits are made of); 0: every
-    // sighting a new device.
-    devices: { type: 'string', default: '100000' },
-    // Pipeline processes: each takes a share of every group's partitions (how the pipeline scales).
-    pipelines: { type: 'string', default: '1' },
-    'sample-seconds': { type: 'string', default: '60' },
-    // A directory for the pipelines' info-level logs (processor stats each minute, rebalances, restores).
-    logs: { type: 'string' },
+const { values: args } = cliArgs(
+  'npm run bench:soak --',
+  'A long run at a steady rate: lag, RSS and latency sampled over time (benchmarks/README.md).',
+  {
+    options: {
+      minutes: { type: 'string', default: '30' },
+      rate: { type: 'string', default: '0' },
+      clients: { type: 'string', default: '4' },
+      batch: { type: 'string', default: '500' },
+      operators: { type: 'string', default: '10' },
+      subscribers: { type: 'string', default: '2' },
+      // Recurring visitors (the number of distinct devices a day's visits are made of); 0: every
+      // sighting a new device.
+      devices: { type: 'string', default: '100000' },
+      // Pipeline processes: each takes a share of every group's partitions (how the pipeline scales).
+      pipelines: { type: 'string', default: '1' },
+      'sample-seconds': { type: 'string', default: '60' },
+      // A directory for the pipelines' info-level logs (processor stats each minute, rebalances, restores).
+      logs: { type: 'string' },
+    },
   },
-});
+);
 const MINUTES = Number(args.minutes);
 const SAMPLE_MS = Number(args['sample-seconds']) * 1000;
 const measuredMax = existsSync(repoPath('benchmarks', 'results', 'ingest.json'))
-  ? Number((JSON.parse(readFileSync(repoPath('benchmarks', 'results', 'ingest.json'), 'utf8')) as { ingest: { eventsPerSec: number } }).ingest.eventsPerSec)
+  ? Number(
+      (JSON.parse(readFileSync(repoPath('benchmarks', 'results', 'ingest.json'), 'utf8')) as { ingest: { eventsPerSec: number } }).ingest
+        .eventsPerSec,
+    )
   : 10_000;
 const RATE = Number(args.rate) || Math.round(measuredMax / 2);
 
@@ -66,7 +88,9 @@ const { cfg, env } = benchConfig({
   EDGE_METRICS_PORT: '0',
   PIPELINE_METRICS_PORT: '0',
 });
-console.log(`soak  ${MINUTES} min at ${RATE} events/s (${Number(args.rate) ? 'as given' : `half of the measured ${measuredMax}`}), ${args.subscribers} subscribers per venue, ${Number(args.devices) || 'only new'} devices`);
+console.log(
+  `soak  ${MINUTES} min at ${RATE} events/s (${Number(args.rate) ? 'as given' : `half of the measured ${measuredMax}`}), ${args.subscribers} subscribers per venue, ${Number(args.devices) || 'only new'} devices`,
+);
 
 await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak');
 await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'soak', cfg.KAFKA_TOPIC_PREFIX);
@@ -74,7 +98,9 @@ await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'soak', cfg.KAFKA_TOPIC_PREFIX);
 const logDir = args.logs;
 if (logDir) mkdirSync(logDir, { recursive: true });
 const pipelines = logDir
-  ? startPipelines(Number(args.pipelines), { ...env, LOG_LEVEL: 'info' }, (name, line) => appendFileSync(join(logDir, `${name}.log`), line + '\n'))
+  ? startPipelines(Number(args.pipelines), { ...env, LOG_LEVEL: 'info' }, (name, line) =>
+      appendFileSync(join(logDir, `${name}.log`), line + '\n'),
+    )
   : startPipelines(Number(args.pipelines), env);
 const procs = {
   api: startProcess('api', 'dist/apps/api/main.js', env),
@@ -98,9 +124,21 @@ async function call(path: string, init: RequestInit & { key?: string } = {}) {
 
 const tenants: FleetTenant[] = [];
 for (let i = 0; i < Number(args.operators); i++) {
-  const op = await call('/api/operators', { method: 'POST', headers: { 'x-admin-key': cfg.ADMIN_SECRET }, body: JSON.stringify({ name: `soak ${i}`, email: `soak${i}@example.com`, plan: 'pro' }) });
-  await call(`/api/operators/${op.operator_id}/plan`, { method: 'PUT', headers: { 'x-admin-key': cfg.ADMIN_SECRET }, body: JSON.stringify({ plan: 'enterprise' }) });
-  const venue = await call('/api/venues', { method: 'POST', key: op.api_key as string, body: JSON.stringify({ name: `Soak ${i}`, timezone: 'UTC' }) });
+  const op = await call('/api/operators', {
+    method: 'POST',
+    headers: { 'x-admin-key': cfg.ADMIN_SECRET },
+    body: JSON.stringify({ name: `soak ${i}`, email: `soak${i}@example.com`, plan: 'pro' }),
+  });
+  await call(`/api/operators/${op.operator_id}/plan`, {
+    method: 'PUT',
+    headers: { 'x-admin-key': cfg.ADMIN_SECRET },
+    body: JSON.stringify({ plan: 'enterprise' }),
+  });
+  const venue = await call('/api/venues', {
+    method: 'POST',
+    key: op.api_key as string,
+    body: JSON.stringify({ name: `Soak ${i}`, timezone: 'UTC' }),
+  });
   tenants.push({ key: op.api_key as string, venueId: venue.id as string, kind: i % 3 === 2 ? 'occupancy' : 'devices' });
 }
 
@@ -113,7 +151,8 @@ for (const t of tenants) {
     const ws = new WebSocket(`ws://127.0.0.1:${EDGE_PORT}/ws?token=${encodeURIComponent(t.key)}`);
     ws.on('message', (data) => {
       const m = JSON.parse(data.toString()) as { type?: string; data?: unknown };
-      if (m.type === 'connected') ws.send(JSON.stringify({ tsSubCmds: [{ cmdId: 1, entityId: t.venueId, keys: ['occupancy', 'devices', 'entries'] }] }));
+      if (m.type === 'connected')
+        ws.send(JSON.stringify({ tsSubCmds: [{ cmdId: 1, entityId: t.venueId, keys: ['occupancy', 'devices', 'entries'] }] }));
       else if (m.data) pushes++;
     });
     ws.on('error', () => undefined);
@@ -133,7 +172,16 @@ async function lagOf(groupId: string, topic = eventsTopic): Promise<number> {
   return [...ends].reduce((n, [p, end]) => n + Math.max(0, end - (committed.get(p) ?? 0)), 0);
 }
 
-const fleet = new Fleet({ urls: [base], tenants, batchSize: Number(args.batch), clients: Number(args.clients), clientTimeoutMs: 15_000, runTag: runId, rate: RATE, devices: Number(args.devices) });
+const fleet = new Fleet({
+  urls: [base],
+  tenants,
+  batchSize: Number(args.batch),
+  clients: Number(args.clients),
+  clientTimeoutMs: 15_000,
+  runTag: runId,
+  rate: RATE,
+  devices: Number(args.devices),
+});
 const deadline = Date.now() + MINUTES * 60_000;
 const load = fleet.ingest(0, () => Date.now() < deadline);
 const samples: Array<Record<string, unknown>> = [];
@@ -147,8 +195,13 @@ while (Date.now() < deadline) {
   const cpuAfter = cpuNow();
   const seconds = (cpuAfter.at - cpuBefore.at) / 1000;
   const cpuPercent = {
-    machine: round(((cpuAfter.machine.busy - cpuBefore.machine.busy) / (cpuAfter.machine.total - cpuBefore.machine.total)) * 100 * machine().cores, 0),
-    ...Object.fromEntries(Object.keys(cpuPids).map((name) => [name, round(((cpuAfter.of[name]! - cpuBefore.of[name]!) / seconds) * 100, 0)])),
+    machine: round(
+      ((cpuAfter.machine.busy - cpuBefore.machine.busy) / (cpuAfter.machine.total - cpuBefore.machine.total)) * 100 * machine().cores,
+      0,
+    ),
+    ...Object.fromEntries(
+      Object.keys(cpuPids).map((name) => [name, round(((cpuAfter.of[name]! - cpuBefore.of[name]!) / seconds) * 100, 0)]),
+    ),
   };
   cpuBefore = cpuAfter;
   const waits = fleet.stats.batchWaits.slice(seen).sort((a, b) => a - b);
@@ -175,15 +228,27 @@ await kafkaAdmin.disconnect();
 for (const p of Object.values(procs)) await p.stop();
 
 // Growth: the last sample against the first after warm-up (a fifth of the run, at least one sample).
-const warm = samples[Math.min(samples.length - 1, Math.max(1, Math.floor(samples.length / 5)))] as { rssMb: Record<string, number> } | undefined;
+const warm = samples[Math.min(samples.length - 1, Math.max(1, Math.floor(samples.length / 5)))] as
+  { rssMb: Record<string, number> } | undefined;
 const last = samples.at(-1) as { rssMb: Record<string, number>; lag: Record<string, number> } | undefined;
-const growth = warm && last ? Object.fromEntries(Object.keys(last.rssMb).map((k) => [k, round(((last.rssMb[k]! - warm.rssMb[k]!) / warm.rssMb[k]!) * 100, 1)])) : {};
+const growth =
+  warm && last
+    ? Object.fromEntries(Object.keys(last.rssMb).map((k) => [k, round(((last.rssMb[k]! - warm.rssMb[k]!) / warm.rssMb[k]!) * 100, 1)]))
+    : {};
 const maxLag = Math.max(...samples.map((s) => Math.max(...Object.values(s.lag as Record<string, number>).filter(Number.isFinite))));
 const result = {
   benchmark: 'soak',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { minutes: MINUTES, offeredEventsPerSec: RATE, measuredMaxEventsPerSec: measuredMax, devices: Number(args.devices) || 'every sighting new', pipelines: Number(args.pipelines), subscribers: sockets.length, sampleSeconds: SAMPLE_MS / 1000 },
+  settings: {
+    minutes: MINUTES,
+    offeredEventsPerSec: RATE,
+    measuredMaxEventsPerSec: measuredMax,
+    devices: Number(args.devices) || 'every sighting new',
+    pipelines: Number(args.pipelines),
+    subscribers: sockets.length,
+    sampleSeconds: SAMPLE_MS / 1000,
+  },
   totals: { accepted: fleet.stats.eventsAccepted, refusals: fleet.stats.refusals, violations: fleet.stats.violations.length, pushes },
   rssGrowthPercentAfterWarmUp: growth,
   rssGoalMet: Object.values(growth).every((g) => g < 10),

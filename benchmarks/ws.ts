@@ -22,27 +22,31 @@ import { benchConfig, machine, percentile, round, startProcess, waitFor, writeRe
 import { gcAndMemory, heapSnapshot } from './lib/inspector.js';
 import { monoMs, type FromClient, type ToClient } from './lib/ws-fanout-client.js';
 
-const { values: args } = cliArgs('npm run bench:ws --', 'The live stream end to end: ingest → push latency at a steady rate, and fan-out of single events to many connections with the edge memory per connection (benchmarks/README.md).', {
-  options: {
-    rate: { type: 'string', default: '1000' },
-    duration: { type: 'string', default: '20' },
-    subscribers: { type: 'string', default: '100' },
-    batch: { type: 'string', default: '20' },
-    'fanout-connections': { type: 'string', default: '10000' },
-    'fanout-events': { type: 'string', default: '40' },
-    'fanout-interval-ms': { type: 'string', default: '500' },
-    /** Client processes the fan-out connections are spread over (each under the per-process open-files limit). */
-    'fanout-clients': { type: 'string' },
-    /** Loopback source addresses the fan-out connections are spread over (each has its own ephemeral port range). */
-    'fanout-addresses': { type: 'string' },
-    /** Open every requested connection even beyond what the edge's open-files limit allows (default: stop at that limit and say so). */
-    'fanout-beyond-limit': { type: 'boolean', default: false },
-    /** Writes a heap snapshot of the edge with the fan-out connections open (to see what a connection holds). */
-    'heap-snapshot': { type: 'string' },
-    /** Another build of the edge to run (a copy of dist/ elsewhere), with the edge's own Node flags and environment: for A/B runs. */
-    'edge-entry': { type: 'string' },
+const { values: args } = cliArgs(
+  'npm run bench:ws --',
+  'The live stream end to end: ingest → push latency at a steady rate, and fan-out of single events to many connections with the edge memory per connection (benchmarks/README.md).',
+  {
+    options: {
+      rate: { type: 'string', default: '1000' },
+      duration: { type: 'string', default: '20' },
+      subscribers: { type: 'string', default: '100' },
+      batch: { type: 'string', default: '20' },
+      'fanout-connections': { type: 'string', default: '10000' },
+      'fanout-events': { type: 'string', default: '40' },
+      'fanout-interval-ms': { type: 'string', default: '500' },
+      /** Client processes the fan-out connections are spread over (each under the per-process open-files limit). */
+      'fanout-clients': { type: 'string' },
+      /** Loopback source addresses the fan-out connections are spread over (each has its own ephemeral port range). */
+      'fanout-addresses': { type: 'string' },
+      /** Open every requested connection even beyond what the edge's open-files limit allows (default: stop at that limit and say so). */
+      'fanout-beyond-limit': { type: 'boolean', default: false },
+      /** Writes a heap snapshot of the edge with the fan-out connections open (to see what a connection holds). */
+      'heap-snapshot': { type: 'string' },
+      /** Another build of the edge to run (a copy of dist/ elsewhere), with the edge's own Node flags and environment: for A/B runs. */
+      'edge-entry': { type: 'string' },
+    },
   },
-});
+);
 const RATE = Number(args.rate);
 const DURATION_S = Number(args.duration);
 const SUBSCRIBERS = Number(args.subscribers);
@@ -135,7 +139,8 @@ const op = await call('/api/operators', {
 });
 const key = op.api_key as string;
 const venueA = (await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: 'Steady', timezone: 'UTC' }) })).id as string;
-const venueB = (await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: 'Fan-out', timezone: 'UTC' }) })).id as string;
+const venueB = (await call('/api/venues', { method: 'POST', key, body: JSON.stringify({ name: 'Fan-out', timezone: 'UTC' }) }))
+  .id as string;
 
 /** Sent-at time (performance.now) of each event, by its sequence number (its `occupancy` metric). */
 const sentAt = new Map<number, number>();
@@ -146,7 +151,11 @@ async function ingest(venueId: string, n: number): Promise<number> {
   const first = seq;
   seq += n;
   const timestamp = new Date().toISOString();
-  const events = Array.from({ length: n }, (_, i) => ({ type: 'occupancy', timestamp, payload: { space_id: 'spc_1', occupancy: first + i } }));
+  const events = Array.from({ length: n }, (_, i) => ({
+    type: 'occupancy',
+    timestamp,
+    payload: { space_id: 'spc_1', occupancy: first + i },
+  }));
   const t0 = monoMs();
   for (let i = 0; i < n; i++) sentAt.set(first + i, t0);
   const res = await fetch(`${base}/ingest`, {
@@ -201,7 +210,13 @@ async function openSubscribers(n: number, venueId: string, sink: number[]): Prom
 
 const stats = (xs: ArrayLike<number>) => {
   const s = Array.from(Float64Array.from(xs).sort());
-  return { samples: s.length, p50: round(percentile(s, 50)), p95: round(percentile(s, 95)), p99: round(percentile(s, 99)), max: round(s[s.length - 1] ?? NaN) };
+  return {
+    samples: s.length,
+    p50: round(percentile(s, 50)),
+    p95: round(percentile(s, 95)),
+    p99: round(percentile(s, 99)),
+    max: round(s[s.length - 1] ?? NaN),
+  };
 };
 
 // ---- (a) steady rate to subscribers ----
@@ -236,7 +251,9 @@ const steadyResult = {
   ingestRequestMs: stats(requestMs),
   cpuSeconds: steadyCpu,
 };
-console.log(`(a) ${steadyResult.pushesReceived}/${expectedSteady} pushes; ingest → push p50 ${steadyResult.ingestToPushMs.p50} / p95 ${steadyResult.ingestToPushMs.p95} / p99 ${steadyResult.ingestToPushMs.p99} ms`);
+console.log(
+  `(a) ${steadyResult.pushesReceived}/${expectedSteady} pushes; ingest → push p50 ${steadyResult.ingestToPushMs.p50} / p95 ${steadyResult.ingestToPushMs.p95} / p99 ${steadyResult.ingestToPushMs.p99} ms`,
+);
 for (const s of steady.subs) s.ws.terminate();
 await new Promise((r) => setTimeout(r, 1000));
 
@@ -272,7 +289,10 @@ console.log(
 const octet = 1 + (Date.now() % 250);
 const localAddresses = Array.from({ length: FANOUT_ADDRESSES }, (_, i) => `127.0.${octet}.${i + 1}`);
 const clients = Array.from({ length: FANOUT_CLIENTS }, () => {
-  const child = fork(repoPath('dist', 'benchmarks', 'lib', 'ws-fanout-client.js'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(repoPath('dist', 'benchmarks', 'lib', 'ws-fanout-client.js'), [], {
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return { child, share: 0 };
 });
 clients.forEach((c, j) => (c.share = Math.floor(attempted / FANOUT_CLIENTS) + (j < attempted % FANOUT_CLIENTS ? 1 : 0)));
@@ -358,8 +378,12 @@ const closeCodes: Record<string, number> = {};
 for (const r of reports) for (const [code, n] of Object.entries(r.closeCodes)) closeCodes[code] = (closeCodes[code] ?? 0) + n;
 
 // The edge without the fan-out connections, after a full GC: the baseline of the heap per connection after GC.
-await Promise.all(clients.map((c) => new Promise((resolve) => (c.child.once('exit', resolve), c.child.send({ type: 'close' } satisfies ToClient)))));
-await waitFor('the edge to drop the fan-out connections', async () => (await edgeHealth())?.websocket.connections === 0, 30_000).catch(() => undefined);
+await Promise.all(
+  clients.map((c) => new Promise((resolve) => (c.child.once('exit', resolve), c.child.send({ type: 'close' } satisfies ToClient)))),
+);
+await waitFor('the edge to drop the fan-out connections', async () => (await edgeHealth())?.websocket.connections === 0, 30_000).catch(
+  () => undefined,
+);
 const gcEmpty = gcFull ? await gcAndMemory(INSPECT_PORT).catch(() => null) : null;
 
 const perConnection = (bytes: number) => (held ? Math.round(bytes / held) : null);
@@ -375,7 +399,13 @@ const fanResult = {
   /** Connections refused with 4103 (the edge could not check the key within 5 s) and opened again after a backoff. */
   retriedAfter4103: opened.reduce((a, o) => a + o.retries, 0),
   /** The edge's open-files limit: each connection is a descriptor, so it caps the connections one edge holds. */
-  edgeFdLimit: { soft: fdAtStart.soft, hard: fdAtStart.hard, openAtStart: fdAtStart.open, openWithConnections: fdAfterOpen, roomForConnections: fdCapacity },
+  edgeFdLimit: {
+    soft: fdAtStart.soft,
+    hard: fdAtStart.hard,
+    openAtStart: fdAtStart.open,
+    openWithConnections: fdAfterOpen,
+    roomForConnections: fdCapacity,
+  },
   limitedByFdLimit: beyondLimit,
   clientProcesses: FANOUT_CLIENTS,
   sourceAddresses: localAddresses,
@@ -403,7 +433,10 @@ const fanResult = {
   events: seq - fanFirst,
   pushesExpected: expectedFan,
   pushesReceived: fanLatency.length,
-  pushesPerConnection: { min: Math.min(...reports.map((r) => r.perConnectionMin)), max: Math.max(...reports.map((r) => r.perConnectionMax)) },
+  pushesPerConnection: {
+    min: Math.min(...reports.map((r) => r.perConnectionMin)),
+    max: Math.max(...reports.map((r) => r.perConnectionMax)),
+  },
   closedDuringRun: reports.reduce((a, r) => a + r.closed, 0),
   closeCodes,
   ingestToPushMs: stats(fanLatency),
@@ -443,7 +476,12 @@ const path = writeResult('ws', {
   steady: steadyResult,
   fanout: fanResult,
   goals: {
-    connections10k: { goal: '10,000 connections at ≤ 10 KB each', held, bytesPerConnection: fanResult.edgeBytesPerConnection, met: held >= 10_000 && (fanResult.edgeBytesPerConnection ?? Infinity) <= 10_240 },
+    connections10k: {
+      goal: '10,000 connections at ≤ 10 KB each',
+      held,
+      bytesPerConnection: fanResult.edgeBytesPerConnection,
+      met: held >= 10_000 && (fanResult.edgeBytesPerConnection ?? Infinity) <= 10_240,
+    },
     connections50k: {
       goal: '50,000 connections on one edge at ≤ 2 KB each, every push delivered, ingest → push p99 to the last connection ≤ 200 ms (issue 30)',
       held,
@@ -451,9 +489,17 @@ const path = writeResult('ws', {
       bytesPerConnection: fanResult.edgeBytesPerConnection,
       everyPushDelivered: allPushes,
       lastConnectionP99: fanResult.ingestToLastConnectionMs.p99,
-      met: held >= 50_000 && (fanResult.edgeBytesPerConnection ?? Infinity) <= 2048 && allPushes && fanResult.ingestToLastConnectionMs.p99 <= 200,
+      met:
+        held >= 50_000 &&
+        (fanResult.edgeBytesPerConnection ?? Infinity) <= 2048 &&
+        allPushes &&
+        fanResult.ingestToLastConnectionMs.p99 <= 200,
     },
-    steadyP99: { goal: 'ingest → push p99 ≤ 100 ms at 1,000 events/s to 100 subscribers', p99: steadyResult.ingestToPushMs.p99, met: RATE >= 1000 && steady.subs.length >= 100 && steadyResult.ingestToPushMs.p99 <= 100 },
+    steadyP99: {
+      goal: 'ingest → push p99 ≤ 100 ms at 1,000 events/s to 100 subscribers',
+      p99: steadyResult.ingestToPushMs.p99,
+      met: RATE >= 1000 && steady.subs.length >= 100 && steadyResult.ingestToPushMs.p99 <= 100,
+    },
   },
 });
 console.log(`wrote ${path}`);

@@ -1,6 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Readable } from 'node:stream';
-import { createClient, type ClickHouseClient, type ClickHouseSettings, type Logger as ChLogger, type LogParams, type WarnLogParams } from '@clickhouse/client';
+import {
+  createClient,
+  type ClickHouseClient,
+  type ClickHouseSettings,
+  type Logger as ChLogger,
+  type LogParams,
+  type WarnLogParams,
+} from '@clickhouse/client';
 import type { Config } from '../lib/config.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -197,7 +204,13 @@ export function tsvStringArray(values: readonly string[]): string {
  * One INSERT of `rows` into `table` as TabSeparated, `line` writing one row in `columns` order:
  * no column name repeated per row, as JSONEachRow does (benchmarks/README.md, bench:insert-format).
  */
-export async function insertTsv<T>(ch: Ch, table: string, columns: readonly string[], rows: readonly T[], line: (row: T) => string): Promise<void> {
+export async function insertTsv<T>(
+  ch: Ch,
+  table: string,
+  columns: readonly string[],
+  rows: readonly T[],
+  line: (row: T) => string,
+): Promise<void> {
   if (rows.length === 0) return;
   await insertBody(ch, `INSERT INTO ${table} (${columns.join(', ')}) FORMAT TabSeparated`, lineChunks(rows, line));
 }
@@ -254,5 +267,8 @@ export async function chTsvRows(ch: Ch, statement: ChSql, settings?: ClickHouseS
   const result = await ch.query({ query: statement.text, format: 'TabSeparated', ...(settings ? { clickhouse_settings: settings } : {}) });
   const text = await result.text();
   if (text === '') return [];
-  return text.slice(0, text.endsWith('\n') ? -1 : undefined).split('\n').map((line) => line.split('\t'));
+  return text
+    .slice(0, text.endsWith('\n') ? -1 : undefined)
+    .split('\n')
+    .map((line) => line.split('\t'));
 }

@@ -48,7 +48,8 @@ export async function migrateClickhouse(engine: ChExecutor, database: string, di
   const target: MigrationTarget = {
     async applied() {
       await engine.exec(
-        chsql`CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (version UInt32, name String, checksum String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version`.text,
+        chsql`CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (version UInt32, name String, checksum String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version`
+          .text,
       );
       const done = await engine.query<{ version: number | string; checksum: string }>(
         chsql`SELECT version, checksum FROM ${db}.schema_migrations`.text,
@@ -61,7 +62,8 @@ export async function migrateClickhouse(engine: ChExecutor, database: string, di
         await engine.exec(statement);
       }
       await engine.exec(
-        chsql`INSERT INTO ${db}.schema_migrations (version, name, checksum, applied_at) VALUES (${m.version}, ${m.name}, ${m.checksum}, now())`.text,
+        chsql`INSERT INTO ${db}.schema_migrations (version, name, checksum, applied_at) VALUES (${m.version}, ${m.name}, ${m.checksum}, now())`
+          .text,
       );
     },
   };
@@ -79,7 +81,8 @@ interface ClusterNode {
   close(): Promise<void>;
 }
 
-const MERGE_TREE_CREATE = /^CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)\.(\w+)\s*\(([\s\S]*?)\)\s*ENGINE\s*=\s*(\w*MergeTree)(?:\(([^)]*)\))?/i;
+const MERGE_TREE_CREATE =
+  /^CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)\.(\w+)\s*\(([\s\S]*?)\)\s*ENGINE\s*=\s*(\w*MergeTree)(?:\(([^)]*)\))?/i;
 
 /**
  * The replicated form of a MergeTree-family CREATE TABLE: `ENGINE = XMergeTree(args)` becomes
@@ -123,7 +126,9 @@ async function tableExists(node: ClusterNode, database: string, table: string): 
 
 async function distributedCreate(node: ClusterNode, cluster: string, dist: string, local: string, table: string): Promise<void> {
   const key = shardingKey(await columnsOf(node, local, table));
-  await node.engine.exec(`CREATE TABLE IF NOT EXISTS ${dist}.${table} AS ${local}.${table} ENGINE = Distributed(${cluster}, ${local}, ${table}, ${key})`);
+  await node.engine.exec(
+    `CREATE TABLE IF NOT EXISTS ${dist}.${table} AS ${local}.${table} ENGINE = Distributed(${cluster}, ${local}, ${table}, ${key})`,
+  );
 }
 
 /**
@@ -174,10 +179,12 @@ async function applyOnCluster(nodes: ClusterNode[], cluster: string, dist: strin
   }
   const drop = /^DROP\s+TABLE\s+IF\s+EXISTS\s+(\w+)\.(\w+)\s*$/i.exec(statement);
   if (drop) {
-    await Promise.all(nodes.map(async (node) => {
-      await node.engine.exec(`DROP TABLE IF EXISTS ${dist}.${drop[2]}`);
-      await node.engine.exec(statement);
-    }));
+    await Promise.all(
+      nodes.map(async (node) => {
+        await node.engine.exec(`DROP TABLE IF EXISTS ${dist}.${drop[2]}`);
+        await node.engine.exec(statement);
+      }),
+    );
     return;
   }
   if (/^RENAME\s+TABLE\s/i.test(statement)) {
@@ -260,9 +267,12 @@ async function migrateCluster(cluster: ChCluster, database: string, dir: string)
         const perNode: Array<Map<number, string>> = [];
         for (const node of nodes) {
           await node.engine.exec(
-            chsql`CREATE TABLE IF NOT EXISTS ${ledger} (version UInt32, name String, checksum String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version`.text,
+            chsql`CREATE TABLE IF NOT EXISTS ${ledger} (version UInt32, name String, checksum String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version`
+              .text,
           );
-          const done = await node.engine.query<{ version: number | string; checksum: string }>(chsql`SELECT version, checksum FROM ${ledger}`.text);
+          const done = await node.engine.query<{ version: number | string; checksum: string }>(
+            chsql`SELECT version, checksum FROM ${ledger}`.text,
+          );
           perNode.push(new Map(done.map((r) => [Number(r.version), r.checksum])));
         }
         const [first, ...rest] = perNode;

@@ -16,7 +16,12 @@ function optionLines(options: Options): string[] {
  * unknown option or a missing value prints what was wrong and the usage and exits 2, instead of a
  * Node stack trace.
  */
-export function cliArgs<T extends ParseArgsConfig>(command: string, summary: string, config: T, argv = process.argv.slice(2)): ReturnType<typeof parseArgs<T>> {
+export function cliArgs<T extends ParseArgsConfig>(
+  command: string,
+  summary: string,
+  config: T,
+  argv = process.argv.slice(2),
+): ReturnType<typeof parseArgs<T>> {
   const options = { ...config.options, help: { type: 'boolean' as const, short: 'h' } };
   const usage = [`usage: ${command} [options]`, '', summary, '', 'Options:', ...optionLines(options)].join('\n');
   let parsed: ReturnType<typeof parseArgs<T>>;

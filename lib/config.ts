@@ -4,15 +4,11 @@ import { z } from 'zod';
 import { repoPath } from './paths.js';
 
 const base64Key = (bytes: number) =>
-  z
-    .string()
-    .refine((v) => Buffer.from(v, 'base64').length === bytes, `a base64 string encoding exactly ${bytes} bytes`);
+  z.string().refine((v) => Buffer.from(v, 'base64').length === bytes, `a base64 string encoding exactly ${bytes} bytes`);
 
 const port = z.coerce.number().int().min(1).max(65535);
 
-const bool = z
-  .enum(['true', 'false', '1', '0'])
-  .transform((v) => v === 'true' || v === '1');
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** An IP address or CIDR block (`10.0.0.0/8`, `fd00::/8`). */
 function isAddressOrBlock(entry: string): boolean {
@@ -37,7 +33,10 @@ const configSchema = z.object({
   EDGE_PORT: port.default(3001),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }),
   CLICKHOUSE_URL: z.url({ protocol: /^https?$/ }),
-  CLICKHOUSE_DATABASE: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a plain identifier').default('venue'),
+  CLICKHOUSE_DATABASE: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a plain identifier')
+    .default('venue'),
   CLICKHOUSE_USER: z.string().default('default'),
   CLICKHOUSE_PASSWORD: z.string().default(''),
   CLICKHOUSE_COMPRESSION: bool.default(false),
@@ -48,28 +47,45 @@ const configSchema = z.object({
    * `Distributed` tables under the usual names in CLICKHOUSE_DATABASE, which the processes use
    * through CLICKHOUSE_URL (any node).
    */
-  CLICKHOUSE_CLUSTER: z.string().regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/, 'a plain identifier').default(''),
+  CLICKHOUSE_CLUSTER: z
+    .string()
+    .regex(/^([A-Za-z_][A-Za-z0-9_]*)?$/, 'a plain identifier')
+    .default(''),
   /** Cluster mode: every node's HTTP URL, comma-separated (migrations and retention reach each one). */
   CLICKHOUSE_CLUSTER_NODES: z
     .string()
     .default('')
-    .transform((v) => v.split(',').map((u) => u.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.url({ protocol: /^https?$/ }))),
   KAFKA_BROKERS: z
     .string()
     .regex(/^[^,\s:]+:\d+(,[^,\s:]+:\d+)*$/, 'comma-separated host:port pairs')
     .transform((v) => v.split(',')),
   KAFKA_CLIENT_ID: z.string().min(1).default('venue-telemetry'),
-  KAFKA_TOPIC_PREFIX: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, ".", "_" or "-"').default('venue'),
+  KAFKA_TOPIC_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, ".", "_" or "-"')
+    .default('venue'),
   KAFKA_PARTITIONS: z.coerce.number().int().min(1).max(256).default(6),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }),
   /** Put into REDIS_URL when the URL carries none (the local stack generates it; docs/security.md). */
   REDIS_PASSWORD: z.string().default(''),
   /** Namespaces every Redis key, so environments sharing one Redis (dev, tests, benchmarks) never mix counters. */
-  REDIS_KEY_PREFIX: z.string().regex(/^[\w.:-]{0,64}$/, 'up to 64 letters, digits, ".", ":", "_" or "-"').default('venue:'),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[\w.:-]{0,64}$/, 'up to 64 letters, digits, ".", ":", "_" or "-"')
+    .default('venue:'),
   ADMIN_SECRET: z.string().min(16, 'at least 16 characters'),
   SECRETS_KEY: base64Key(32),
-  SECRETS_KEY_ID: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a short key id such as k1').default('k1'),
+  SECRETS_KEY_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,32}$/, 'a short key id such as k1')
+    .default('k1'),
   SECRETS_PREVIOUS_KEYS: z
     .string()
     .default('')
@@ -108,7 +124,10 @@ const configSchema = z.object({
     .string()
     .default('127.0.0.1,::1,172.16.0.0/12,192.168.0.0/16')
     .transform((v, ctx) => {
-      const entries = v.split(',').map((e) => e.trim()).filter(Boolean);
+      const entries = v
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean);
       if (entries.every(isAddressOrBlock)) return entries;
       ctx.addIssue({ code: 'custom', message: 'comma-separated IP addresses or CIDR blocks (e.g. 127.0.0.1,::1,10.0.0.0/8), or empty' });
       return z.NEVER;
@@ -126,8 +145,16 @@ const configSchema = z.object({
   /** ClickHouse limits of every api read: run time, rows read, result size and memory of one query. */
   QUERY_MAX_EXECUTION_SECONDS: z.coerce.number().int().min(1).default(15),
   QUERY_MAX_ROWS_TO_READ: z.coerce.number().int().min(1000).default(300_000_000),
-  QUERY_MAX_RESULT_BYTES: z.coerce.number().int().min(1024 * 1024).default(64 * 1024 * 1024),
-  QUERY_MAX_MEMORY_BYTES: z.coerce.number().int().min(64 * 1024 * 1024).default(2 * 1024 * 1024 * 1024),
+  QUERY_MAX_RESULT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(64 * 1024 * 1024),
+  QUERY_MAX_MEMORY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024 * 1024)
+    .default(2 * 1024 * 1024 * 1024),
   /**
    * Sockets each process keeps to ClickHouse. A telemetry read holds one per key until its answer
    * is sent (up to 8), so the api's expensive reads alone can hold 48; with 10, cheap reads queued
@@ -135,13 +162,26 @@ const configSchema = z.object({
    */
   CLICKHOUSE_MAX_CONNECTIONS: z.coerce.number().int().min(2).max(1000).default(64),
   /** The largest JSON an MCP tool answers; a larger answer is a tool error asking for a narrower question. */
-  MCP_MAX_RESULT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  MCP_MAX_RESULT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
   /** Concurrent /ws connections per operator, across every edge instance (spec: 10). */
   WS_MAX_CONNECTIONS_PER_OPERATOR: z.coerce.number().int().min(1).default(10),
   /** A connection whose unsent pushes exceed this many bytes is closed as a slow consumer (4108). */
-  WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(16 * 1024).default(1024 * 1024),
+  WS_MAX_BUFFERED_BYTES: z.coerce
+    .number()
+    .int()
+    .min(16 * 1024)
+    .default(1024 * 1024),
   /** Largest client message; a larger one is answered VALIDATION_ERROR, one above 4 times this drops the connection. */
-  WS_MAX_MESSAGE_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 * 1024).default(32 * 1024),
+  WS_MAX_MESSAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(16 * 1024 * 1024)
+    .default(32 * 1024),
   /** Subscriptions one connection may hold at once. */
   WS_MAX_SUBSCRIPTIONS: z.coerce.number().int().min(1).default(100),
   /** Seconds without traffic before the edge pings; a connection that stays silent after the ping is closed. */

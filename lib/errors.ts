@@ -50,8 +50,7 @@ export interface FieldProblem {
 export const unauthorized = (message = 'missing or invalid API key') => new AppError(401, 'UNAUTHORIZED', message);
 export const forbidden = (message: string) => new AppError(403, 'FORBIDDEN', message);
 export const notFound = (what: string) => new AppError(404, 'NOT_FOUND', `${what} not found`);
-export const validation = (message: string, details: FieldProblem[]) =>
-  new AppError(400, 'VALIDATION_ERROR', message, details);
+export const validation = (message: string, details: FieldProblem[]) => new AppError(400, 'VALIDATION_ERROR', message, details);
 export const conflict = (code: ErrorCode, message: string, details?: unknown) => new AppError(409, code, message, details);
 export const unavailable = (message: string, retryAfterSeconds: number) =>
   new AppError(503, 'SERVICE_UNAVAILABLE', message, undefined, { 'Retry-After': String(retryAfterSeconds) });

@@ -73,7 +73,12 @@ function retriedByKafkajs(message: string, error: unknown): boolean {
   return message.startsWith('Response ') && (RETRIABLE_ERRORS.has(String(error)) || HANDLED_ERRORS.has(String(error)));
 }
 
-export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIENT_ID, retry: RetryOptions = { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 }): Kafka {
+export function createKafka(
+  cfg: Config,
+  log: Logger,
+  clientId = cfg.KAFKA_CLIENT_ID,
+  retry: RetryOptions = { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 },
+): Kafka {
   const kafkaLog = log.child({ component: 'kafka' });
   return new Kafka({
     clientId,
@@ -87,7 +92,10 @@ export function createKafka(cfg: Config, log: Logger, clientId = cfg.KAFKA_CLIEN
       ({ level, log: entry }: LogEntry) => {
         const { message, ...rest } = entry;
         if (message === BOUNDED_RETRIES_WARNING) return;
-        kafkaLog[retriedByKafkajs(message, rest.error) ? 'debug' : message === REJOINING ? 'info' : (levels[level] ?? 'info')](rest, message);
+        kafkaLog[retriedByKafkajs(message, rest.error) ? 'debug' : message === REJOINING ? 'info' : (levels[level] ?? 'info')](
+          rest,
+          message,
+        );
       },
   });
 }
@@ -155,7 +163,6 @@ export function consumerOptions(kind: ConsumerKind, overrides: Partial<ConsumerC
   const given = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
   return { ...CONSUMER_KINDS[kind], ...given, groupId: overrides.groupId };
 }
-
 
 /**
  * kafkajs's Java-compatible murmur2 partitioner (its default, named to silence its warning), with

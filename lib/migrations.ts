@@ -11,7 +11,9 @@ export interface Migration {
 
 /** Files named `NNNN_description.sql`, in version order. */
 export function readMigrations(dir: string): Migration[] {
-  const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
   return files.map((file) => {
     const match = /^(\d+)_([\w-]+)\.sql$/.exec(file);
     if (!match) throw new Error(`migration file ${file} must be named NNNN_description.sql`);

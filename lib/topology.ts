@@ -98,7 +98,10 @@ export async function createMissingTopics(admin: Admin, topics: ITopicConfig[], 
   for (;;) {
     const led = await admin
       .fetchTopicMetadata({ topics: names })
-      .then(({ topics: found }) => found.length === names.length && found.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)))
+      .then(
+        ({ topics: found }) =>
+          found.length === names.length && found.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)),
+      )
       .catch((err: { retriable?: boolean }) => {
         if (err.retriable) return false;
         throw err;

@@ -14,7 +14,10 @@ export const hasLoneSurrogate = (text: string): boolean => LONE_SURROGATE.test(t
 export const storableText = <S extends z.ZodType<string>>(schema: S): S =>
   schema
     .refine((v) => !v.includes('\u0000'), 'must not contain the NUL character (\\u0000)')
-    .refine((v) => !hasLoneSurrogate(v), 'must be well-formed Unicode: a lone surrogate (\\ud800-\\udfff without its pair) cannot be stored');
+    .refine(
+      (v) => !hasLoneSurrogate(v),
+      'must be well-formed Unicode: a lone surrogate (\\ud800-\\udfff without its pair) cannot be stored',
+    );
 
 /**
  * What a one-line display name must not hold: C0/C1 controls and DEL (a name is one line of
@@ -86,7 +89,11 @@ export function fieldProblems(error: z.ZodError, prefix = ''): FieldProblem[] {
 }
 
 /** Parses input with a zod schema; a failure becomes a 400 VALIDATION_ERROR naming each bad field. */
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where: 'body' | 'query' | 'params' | 'headers' | 'arguments'): z.infer<S> {
+export function parseInput<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  where: 'body' | 'query' | 'params' | 'headers' | 'arguments',
+): z.infer<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const details = fieldProblems(result.error);

@@ -37,7 +37,9 @@ export async function compactClosedPartitions(
   log: Logger,
   { now = Date.now(), limit = MAX_COMPACTIONS_PER_RUN, signal }: { now?: number; limit?: number; signal?: AbortSignal } = {},
 ): Promise<Compaction[]> {
-  const closed = (await splitPartitions(ch)).filter((p) => isClosed(p.table, p.partition_id, now) && !isExpired(p.table, p.partition_id, now));
+  const closed = (await splitPartitions(ch)).filter(
+    (p) => isClosed(p.table, p.partition_id, now) && !isExpired(p.table, p.partition_id, now),
+  );
   closed.sort((a, b) => parsePartitionId(b.partition_id)!.endMs - parsePartitionId(a.partition_id)!.endMs);
   const done: Compaction[] = [];
   for (const { table, partition_id: partitionId, parts } of closed.slice(0, limit)) {

@@ -26,7 +26,10 @@ export type HousekeepingAction = 'dropped' | 'compacted';
 export function scheduleHousekeeping(
   ch: Ch,
   log: Logger,
-  { everyMs = HOUR_MS, onPartition = () => undefined }: { everyMs?: number; onPartition?: (action: HousekeepingAction, table: string) => void } = {},
+  {
+    everyMs = HOUR_MS,
+    onPartition = () => undefined,
+  }: { everyMs?: number; onPartition?: (action: HousekeepingAction, table: string) => void } = {},
 ): { stop(): Promise<void> } {
   const rlog = log.child({ component: 'retention' });
   const clog = log.child({ component: 'compaction' });
@@ -45,7 +48,11 @@ export function scheduleHousekeeping(
     for (const c of compacted) onPartition('compacted', c.table);
   };
   // A run of many merges can outlast the interval: the ticks it covers are skipped.
-  const job = every(everyMs, run, { immediate: true, fromStart: true, onError: (err) => log.error({ err }, 'housekeeping run failed; retried next hour') });
+  const job = every(everyMs, run, {
+    immediate: true,
+    fromStart: true,
+    onError: (err) => log.error({ err }, 'housekeeping run failed; retried next hour'),
+  });
   return {
     async stop() {
       // A merge in hand is not waited for: it could outlast the shutdown budget.

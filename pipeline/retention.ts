@@ -38,7 +38,11 @@ export function isExpired(table: RetainedTable, partitionId: string, now: number
 }
 
 /** Drops every expired partition of the retained tables; returns what it dropped. */
-export async function dropExpiredPartitions(ch: Ch, log: Logger, now = Date.now()): Promise<Array<{ table: RetainedTable; partitionId: string }>> {
+export async function dropExpiredPartitions(
+  ch: Ch,
+  log: Logger,
+  now = Date.now(),
+): Promise<Array<{ table: RetainedTable; partitionId: string }>> {
   const cluster = clusterOf(ch);
   if (cluster) return dropExpiredOnCluster(ch, cluster, log, now);
   const dropped: Array<{ table: RetainedTable; partitionId: string }> = [];
@@ -61,7 +65,12 @@ export async function dropExpiredPartitions(ch: Ch, log: Logger, now = Date.now(
  * shard's other replica leads once ZooKeeper has expired the dead one's session. Returns each
  * (table, partition) once, as on one server, however many shards held it.
  */
-async function dropExpiredOnCluster(ch: Ch, cluster: ChCluster, log: Logger, now: number): Promise<Array<{ table: RetainedTable; partitionId: string }>> {
+async function dropExpiredOnCluster(
+  ch: Ch,
+  cluster: ChCluster,
+  log: Logger,
+  now: number,
+): Promise<Array<{ table: RetainedTable; partitionId: string }>> {
   const [current] = await chRows<{ db: string }>(ch, chsql`SELECT currentDatabase() AS db`);
   const local = cluster.localDatabase(current!.db);
   const dropped = new Map<string, { table: RetainedTable; partitionId: string }>();
@@ -69,7 +78,9 @@ async function dropExpiredOnCluster(ch: Ch, cluster: ChCluster, log: Logger, now
     const node = cluster.nodeClient(url, local, { requestTimeoutMs: 600_000 });
     try {
       const led = new Set(
-        (await chRows<{ table: string }>(node, chsql`SELECT table FROM system.replicas WHERE database = currentDatabase() AND is_leader`)).map((r) => r.table),
+        (
+          await chRows<{ table: string }>(node, chsql`SELECT table FROM system.replicas WHERE database = currentDatabase() AND is_leader`)
+        ).map((r) => r.table),
       );
       for (const { table, partition_id } of await activePartitions(node)) {
         if (!led.has(table) || !isExpired(table, partition_id, now)) continue;

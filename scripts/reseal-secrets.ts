@@ -6,7 +6,11 @@ import { createDb } from '../postgres/client.js';
 import { resealIntegrationSecrets } from '../domain/integrations/integrations.js';
 
 /** `npm run secrets:reseal`: after a key rotation, re-encrypts every connector secret under the current key. */
-cliArgs('npm run secrets:reseal --', 'After a key rotation, re-encrypts every connector secret under the current key (SECRETS_KEY); then the previous keys can be removed.', { options: {} });
+cliArgs(
+  'npm run secrets:reseal --',
+  'After a key rotation, re-encrypts every connector secret under the current key (SECRETS_KEY); then the previous keys can be removed.',
+  { options: {} },
+);
 const cfg = configOrExit();
 const log = createLogger('reseal', cfg.LOG_LEVEL);
 const db = createDb(cfg, 2);

@@ -14,11 +14,18 @@ import { parseArgs } from 'node:util';
 import { launchChromium } from './lib/chromium.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const USAGE = 'usage: npm run screenshots -- [--key <operator API key>] [--url http://127.0.0.1:8080] [--venue <venue id>] [--simulate <span, e.g. 2d>]';
+const USAGE =
+  'usage: npm run screenshots -- [--key <operator API key>] [--url http://127.0.0.1:8080] [--venue <venue id>] [--simulate <span, e.g. 2d>]';
 let values;
 try {
   ({ values } = parseArgs({
-    options: { key: { type: 'string' }, url: { type: 'string', default: 'http://127.0.0.1:8080' }, venue: { type: 'string' }, simulate: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      key: { type: 'string' },
+      url: { type: 'string', default: 'http://127.0.0.1:8080' },
+      venue: { type: 'string' },
+      simulate: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   }));
 } catch (err) {
   console.error(`${err.message}\n${USAGE}`);
@@ -31,7 +38,11 @@ if (values.help) {
 const stateFile = join(root, '.stack', 'simulator', 'simulated-venues.json');
 if (values.simulate) {
   console.log(`running the simulator: a ${values.simulate} backfill against ${values.url} …`);
-  const run = spawnSync('npm', ['run', '-s', 'simulate', '--', '--url', values.url, '--backfill', values.simulate, '--no-live', '--faults'], { cwd: root, stdio: 'inherit' });
+  const run = spawnSync(
+    'npm',
+    ['run', '-s', 'simulate', '--', '--url', values.url, '--backfill', values.simulate, '--no-live', '--faults'],
+    { cwd: root, stdio: 'inherit' },
+  );
   if (run.status !== 0) process.exit(run.status ?? 1);
 }
 const key = values.key ?? (fs.existsSync(stateFile) ? JSON.parse(fs.readFileSync(stateFile, 'utf8')).operator?.key : undefined);
@@ -46,7 +57,10 @@ const shot = async (page, name, opts = {}) => {
   written.push(out(name));
 };
 /** Every section settled: no status line still says "Loading". */
-const settled = (page) => page.waitForFunction(() => ![...document.querySelectorAll('.status')].some((s) => s.textContent?.startsWith('Loading')), null, { timeout: 120_000 });
+const settled = (page) =>
+  page.waitForFunction(() => ![...document.querySelectorAll('.status')].some((s) => s.textContent?.startsWith('Loading')), null, {
+    timeout: 120_000,
+  });
 
 const browser = await launchChromium({ width: 1366, height: 768 });
 try {

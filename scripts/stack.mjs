@@ -25,23 +25,31 @@
 // REDIS_URL) to something other than the local default is "external": used as given,
 // never installed, started or stopped.
 //
-// One module per engine under scripts/stack/, each exporting a service object:
-//   name, envKey (the URL variable that makes it external; null for nginx), ports, log, marker
-//   (strings its command line contains, so a reused pid is really ours), timeoutMs,
-//   missingPackages() -> Debian packages to install, pid(), prepare(notes) (dirs and configs,
-//   on every up), ready({ fresh }), start({ log }) -> pid, stop(), and optionally afterReady(),
-//   onReuse() (e.g. reload a changed config) and failLogs.
-// common.mjs holds paths (ENGINE_DIRS: each engine's folder, made 0700 on every up), ports and
-// process helpers; env.mjs the .env file, the engine URLs and the generated ClickHouse and Redis
-// passwords (docs/security.md#local-stack-credentials); packages.mjs the apt-get step.
+// One module per engine under scripts/stack/, each a service object of one shape; the map of those
+// modules and the shape: docs/local-stack.md.
 
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
-  FILES, HOST, LOCAL_URLS, PUBLIC_URL, STACK_DIR, StackError, exists, httpGet, mkdirp, pidAlive, pidIs, portOpen, portBusyError,
-  portsInUse, readProcesses, readState, rel, tail, waitFor, withLock, writeState,
+  FILES,
+  HOST,
+  LOCAL_URLS,
+  PUBLIC_URL,
+  STACK_DIR,
+  StackError,
+  exists,
+  mkdirp,
+  pidAlive,
+  pidIs,
+  portOpen,
+  portBusyError,
+  portsInUse,
+  rel,
+  tail,
+  waitFor,
 } from './stack/common.mjs';
+import { processStatus, readState, withLock, writeState } from './stack/state.mjs';
 import { engineEnv, ensureDotEnv, resolveEnv } from './stack/env.mjs';
 import { chromium, ensurePackages, openssl } from './stack/packages.mjs';
 import { postgres } from './stack/postgres.mjs';
@@ -52,10 +60,18 @@ import { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster } from './stack/kafka-clust
 import { nginx } from './stack/nginx.mjs';
 import { clickhouseCluster, clickhouseClusterEnv, clickhouseNodes, zookeeper } from './stack/clickhouse-cluster.mjs';
 
-export { LOCAL_URLS, PORTS, ROOT, STACK_DIR, registerProcess, unregisterProcess } from './stack/common.mjs';
+export { LOCAL_URLS, PORTS, ROOT, STACK_DIR } from './stack/common.mjs';
+export { processStatus, registerProcess, unregisterProcess } from './stack/state.mjs';
 export { ensureDotEnv, resolveEnv, upstreamPorts } from './stack/env.mjs';
 export { CLUSTER_BROKERS, CLUSTER_SIZE, kafkaCluster, quorumLeader } from './stack/kafka-cluster.mjs';
-export { CH_CLUSTER_NAME, CH_CLUSTER_NODES, clickhouseCluster, clickhouseClusterEnv, clickhouseNodes, zookeeper } from './stack/clickhouse-cluster.mjs';
+export {
+  CH_CLUSTER_NAME,
+  CH_CLUSTER_NODES,
+  clickhouseCluster,
+  clickhouseClusterEnv,
+  clickhouseNodes,
+  zookeeper,
+} from './stack/clickhouse-cluster.mjs';
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const SERVICES = [postgres, redis, clickhouse, kafka, nginx];
@@ -108,7 +124,11 @@ async function upOne(svc, { log, notes }) {
   const pid = svc.pid();
   if (pid && pidIs(pid, svc.marker)) {
     // Ours and alive: reuse it once it answers (it may still be starting).
-    const res = await waitFor(() => svc.ready({ fresh: false }), { timeoutMs: svc.timeoutMs, alive: () => pidAlive(pid), busy: svc.busy?.bind(svc) });
+    const res = await waitFor(() => svc.ready({ fresh: false }), {
+      timeoutMs: svc.timeoutMs,
+      alive: () => pidAlive(pid),
+      busy: svc.busy?.bind(svc),
+    });
     if (res !== 'ok') throw new StackError(svc.name, `running as pid ${pid} but not answering on ${endpoint(svc)}`, svc.log);
     if (svc.afterReady) await svc.afterReady();
     const extra = svc.onReuse ? await svc.onReuse() : null;
@@ -121,7 +141,10 @@ async function upOne(svc, { log, notes }) {
   const started = await svc.start({ log });
   const res = await waitFor(() => svc.ready({ fresh: true }), {
     timeoutMs: svc.timeoutMs,
-    alive: () => { const p = svc.pid() ?? started; return !!p && pidAlive(p); },
+    alive: () => {
+      const p = svc.pid() ?? started;
+      return !!p && pidAlive(p);
+    },
     busy: svc.busy?.bind(svc),
   });
   if (res !== 'ok') {
@@ -146,7 +169,9 @@ async function upOne(svc, { log, notes }) {
 export async function up({ quiet = false, brokers = 1, clickhouseCluster: chCluster = false } = {}) {
   const services = servicesFor(brokers, chCluster);
   const t0 = Date.now();
-  const log = (s) => { if (!quiet) process.stdout.write(`${s}\n`); };
+  const log = (s) => {
+    if (!quiet) process.stdout.write(`${s}\n`);
+  };
   return withLock(async () => {
     mkdirp(STACK_DIR, 0o755);
     const hadDotEnv = exists(FILES.dotenv);
@@ -160,21 +185,31 @@ export async function up({ quiet = false, brokers = 1, clickhouseCluster: chClus
     state.services ||= {};
     const notes = [];
     // Concurrently: a cluster node is ready only once the others have started too (a quorum).
-    const results = await Promise.allSettled(services.map(async (svc) => {
-      const r = await upOne(svc, { log, notes });
-      const url = svc.envKey ? (r.url || LOCAL_URLS[svc.envKey]) : (svc.url ?? PUBLIC_URL);
-      const where = r.status === 'external' ? url : endpoint(svc);
-      log(line(svc.name, r.status, where, r.status === 'external' ? null : rel(svc.log)) + (r.note ? `  [${r.note}]` : ''));
-      if (r.status === 'external') state.services[svc.name] = { external: true, url };
-      else state.services[svc.name] = {
-        ours: true,
-        pid: r.pid ?? null,
-        port: svc.ports[0],
-        log: rel(svc.log),
-        startedAt: r.status === 'started' ? new Date().toISOString() : state.services[svc.name]?.startedAt ?? null,
-      };
-      return { name: svc.name, status: r.status, url, port: svc.ports[0], pid: r.pid ?? null, log: r.status === 'external' ? null : rel(svc.log) };
-    }));
+    const results = await Promise.allSettled(
+      services.map(async (svc) => {
+        const r = await upOne(svc, { log, notes });
+        const url = svc.envKey ? r.url || LOCAL_URLS[svc.envKey] : (svc.url ?? PUBLIC_URL);
+        const where = r.status === 'external' ? url : endpoint(svc);
+        log(line(svc.name, r.status, where, r.status === 'external' ? null : rel(svc.log)) + (r.note ? `  [${r.note}]` : ''));
+        if (r.status === 'external') state.services[svc.name] = { external: true, url };
+        else
+          state.services[svc.name] = {
+            ours: true,
+            pid: r.pid ?? null,
+            port: svc.ports[0],
+            log: rel(svc.log),
+            startedAt: r.status === 'started' ? new Date().toISOString() : (state.services[svc.name]?.startedAt ?? null),
+          };
+        return {
+          name: svc.name,
+          status: r.status,
+          url,
+          port: svc.ports[0],
+          pid: r.pid ?? null,
+          log: r.status === 'external' ? null : rel(svc.log),
+        };
+      }),
+    );
     for (const n of notes) log(n);
     state.updatedAt = new Date().toISOString();
     writeState(state);
@@ -196,30 +231,36 @@ export async function up({ quiet = false, brokers = 1, clickhouseCluster: chClus
  * `cluster: true` only the Kafka cluster's nodes.
  */
 export async function down({ quiet = false, cluster = false, clickhouseCluster: chCluster = false } = {}) {
-  const log = (s) => { if (!quiet) process.stdout.write(`${s}\n`); };
-  if (!exists(STACK_DIR)) { log('stack      nothing to stop (no .stack/)'); return []; }
+  const log = (s) => {
+    if (!quiet) process.stdout.write(`${s}\n`);
+  };
+  if (!exists(STACK_DIR)) {
+    log('stack      nothing to stop (no .stack/)');
+    return [];
+  }
   return withLock(async () => {
     const state = readState();
     state.services ||= {};
     const out = [];
-    const steps = cluster || chCluster
-      ? [...(cluster ? [kafkaCluster] : []), ...(chCluster ? [clickhouseNodes, [zookeeper]] : [])]
-      : STOP_ORDER;
+    const steps =
+      cluster || chCluster ? [...(cluster ? [kafkaCluster] : []), ...(chCluster ? [clickhouseNodes, [zookeeper]] : [])] : STOP_ORDER;
     for (const step of steps) {
-      const results = await Promise.all(step.map(async (svc) => {
-        const st = state.services[svc.name];
-        const pid = svc.pid();
-        let result;
-        if (pid && pidIs(pid, svc.marker)) {
-          result = await svc.stop();
-          if (result === 'not running') result = 'stopped';
-        } else if (st?.external) {
-          result = 'external';
-        } else {
-          result = 'not running';
-        }
-        return { svc, st, result };
-      }));
+      const results = await Promise.all(
+        step.map(async (svc) => {
+          const st = state.services[svc.name];
+          const pid = svc.pid();
+          let result;
+          if (pid && pidIs(pid, svc.marker)) {
+            result = await svc.stop();
+            if (result === 'not running') result = 'stopped';
+          } else if (st?.external) {
+            result = 'external';
+          } else {
+            result = 'not running';
+          }
+          return { svc, st, result };
+        }),
+      );
       for (const { svc, st, result } of results) {
         if (result !== 'external') delete state.services[svc.name];
         // A cluster that was never started is not worth a line of a plain `down`.
@@ -240,18 +281,20 @@ export async function down({ quiet = false, cluster = false, clickhouseCluster: 
  */
 export async function status() {
   const engines = engineEnv();
-  const all = await Promise.all([...SERVICES, ...ON_DEMAND].map(async (svc) => {
-    if (isExternal(svc, engines)) {
-      return { name: svc.name, status: 'external', url: engines[svc.envKey].value, port: null, log: null };
-    }
-    const pid = svc.pid();
-    const ours = !!pid && pidIs(pid, svc.marker);
-    const answering = await portOpen(svc.ports[0]);
-    let s;
-    if (ours) s = answering ? 'running' : 'starting';
-    else s = answering ? 'busy' : 'stopped';
-    return { name: svc.name, status: s, pid: ours ? pid : null, port: svc.ports[0], log: rel(svc.log) };
-  }));
+  const all = await Promise.all(
+    [...SERVICES, ...ON_DEMAND].map(async (svc) => {
+      if (isExternal(svc, engines)) {
+        return { name: svc.name, status: 'external', url: engines[svc.envKey].value, port: null, log: null };
+      }
+      const pid = svc.pid();
+      const ours = !!pid && pidIs(pid, svc.marker);
+      const answering = await portOpen(svc.ports[0]);
+      let s;
+      if (ours) s = answering ? 'running' : 'starting';
+      else s = answering ? 'busy' : 'stopped';
+      return { name: svc.name, status: s, pid: ours ? pid : null, port: svc.ports[0], log: rel(svc.log) };
+    }),
+  );
   const hidden = new Set();
   for (const group of [kafkaCluster, clickhouseCluster]) {
     const names = new Set(group.map((n) => n.name));
@@ -259,25 +302,6 @@ export async function status() {
     if (members.every((s) => s.status === 'stopped')) for (const s of members) hidden.add(s.name);
   }
   return all.filter((s) => !hidden.has(s.name));
-}
-
-/**
- * The service processes a launcher registered (`npm run up`, the simulator): running when the pid
- * is alive, with its /health answer where it has one; entries of exited processes are left out.
- */
-export async function processStatus() {
-  const out = [];
-  for (const [name, p] of Object.entries(readProcesses())) {
-    if (!p?.pid || !pidAlive(p.pid)) continue;
-    let health = null;
-    if (p.health) {
-      const r = await httpGet(p.health, { timeoutMs: 1500 });
-      const body = (() => { try { return JSON.parse(r?.body ?? ''); } catch { return null; } })();
-      health = !r ? 'not answering' : (body?.status ?? (r.status === 200 ? 'answering' : `HTTP ${r.status}`));
-    }
-    out.push({ name, pid: p.pid, port: p.port ?? null, health, startedAt: p.startedAt ?? null });
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------- CLI
@@ -308,8 +332,11 @@ async function main(argv) {
     parsed = parseArgs({
       args: argv,
       options: {
-        quiet: { type: 'boolean', short: 'q' }, brokers: { type: 'string', default: '1' }, cluster: { type: 'boolean' },
-        'clickhouse-cluster': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+        quiet: { type: 'boolean', short: 'q' },
+        brokers: { type: 'string', default: '1' },
+        cluster: { type: 'boolean' },
+        'clickhouse-cluster': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
       },
       allowPositionals: true,
     });
@@ -343,7 +370,9 @@ async function main(argv) {
       }
       for (const p of await processStatus()) {
         const since = p.startedAt ? `  since ${p.startedAt.slice(11, 19)} UTC` : '';
-        console.log(line(p.name, 'running', `${p.port ? `${HOST}:${p.port}` : '-'}  pid ${p.pid}${p.health ? `  health: ${p.health}` : ''}${since}`));
+        console.log(
+          line(p.name, 'running', `${p.port ? `${HOST}:${p.port}` : '-'}  pid ${p.pid}${p.health ? `  health: ${p.health}` : ''}${since}`),
+        );
       }
       return 0;
     }
@@ -358,12 +387,21 @@ async function main(argv) {
 
 function invokedDirectly() {
   if (!process.argv[1]) return false;
-  try { return fs.realpathSync(process.argv[1]) === fs.realpathSync(SCRIPT); } catch { return false; }
+  try {
+    return fs.realpathSync(process.argv[1]) === fs.realpathSync(SCRIPT);
+  } catch {
+    return false;
+  }
 }
 
 if (invokedDirectly()) {
   main(process.argv.slice(2)).then(
-    (code) => { process.exitCode = code; },
-    (err) => { console.error(err?.message || String(err)); process.exitCode = 1; },
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      console.error(err?.message || String(err));
+      process.exitCode = 1;
+    },
   );
 }

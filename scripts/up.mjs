@@ -51,7 +51,12 @@ try {
 }
 
 const { prettyFactory } = (await import('pino-pretty')).default;
-const pretty = prettyFactory({ colorize: process.stdout.isTTY, singleLine: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,service,name' });
+const pretty = prettyFactory({
+  colorize: process.stdout.isTTY,
+  singleLine: true,
+  translateTime: 'HH:MM:ss.l',
+  ignore: 'pid,hostname,service,name',
+});
 const colors = { api: 36, edge: 35, pipeline: 33, migrate: 32 };
 const tagOf = (name) => (process.stdout.isTTY ? `\x1b[${colors[name]}m${name.padEnd(8)}\x1b[0m` : name.padEnd(8));
 /** Every process's lines in one format: pino's JSON pretty-printed, anything else as it is. */
@@ -130,7 +135,9 @@ start('pipeline');
 const base = env.PUBLIC_URL ?? 'http://127.0.0.1:8080';
 for (let i = 0; i < 60 && !stopping; i++) {
   await new Promise((r) => setTimeout(r, 500));
-  const health = await fetch(`${base}/health`).then((r) => r.json()).catch(() => null);
+  const health = await fetch(`${base}/health`)
+    .then((r) => r.json())
+    .catch(() => null);
   if (health?.status === 'healthy') {
     console.log(`\n  Service ready at ${base}   (WebSocket: ${base.replace(/^http/, 'ws')}/ws)`);
     console.log(`  Dashboard: ${base}/  (sign in with an operator's API key)`);

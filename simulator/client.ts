@@ -29,7 +29,8 @@ export class ApiError extends Error {
     readonly body: unknown,
     what: string,
   ) {
-    const msg = typeof body === 'object' && body !== null && 'error' in body ? String((body as { error: unknown }).error) : JSON.stringify(body);
+    const msg =
+      typeof body === 'object' && body !== null && 'error' in body ? String((body as { error: unknown }).error) : JSON.stringify(body);
     super(`${what}: ${status} ${msg}`);
     this.name = 'ApiError';
   }
@@ -100,7 +101,13 @@ export class ApiClient {
   /** Sends one batch until it is answered 202; returns the per-event answer. */
   async ingest(venueId: string, connectorType: ConnectorType, events: IngestEvent[]): Promise<IngestAnswer & { replayed: boolean }> {
     const idempotencyKey = randomUUID();
-    const res = await this.send('POST', '/ingest', { venue_id: venueId, connector_type: connectorType, events }, { 'idempotency-key': idempotencyKey }, `ingest ${connectorType}`);
+    const res = await this.send(
+      'POST',
+      '/ingest',
+      { venue_id: venueId, connector_type: connectorType, events },
+      { 'idempotency-key': idempotencyKey },
+      `ingest ${connectorType}`,
+    );
     if (res.status !== 202) throw new ApiError(res.status, res.body, `ingest ${connectorType}`);
     return { ...(res.body as IngestAnswer), replayed: res.replayed };
   }
@@ -177,7 +184,8 @@ export class ApiClient {
    * batch that may have been stored is completed, not left to be sent again.
    */
   private stopDeadline(stop: StopClock): number {
-    if (stop.deadline === undefined && this.opts.stopping?.()) stop.deadline = this.clock.now() + (stop.uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
+    if (stop.deadline === undefined && this.opts.stopping?.())
+      stop.deadline = this.clock.now() + (stop.uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
     return stop.deadline ?? Infinity;
   }
 

@@ -65,7 +65,12 @@ export async function setUpFleet(opts: FleetOptions): Promise<Fleet> {
   let operator = await existingOperator(opts);
   if (!operator) {
     const email = `simulator+${Date.now().toString(36)}@example.com`;
-    const res = await client.call<{ operator_id: string; api_key: string }>('POST', '/api/operators', { name: opts.operatorName, email, plan: opts.plan }, adminHeader(opts));
+    const res = await client.call<{ operator_id: string; api_key: string }>(
+      'POST',
+      '/api/operators',
+      { name: opts.operatorName, email, plan: opts.plan },
+      adminHeader(opts),
+    );
     operator = { id: res.body.operator_id, name: opts.operatorName, key: res.body.api_key };
     created.operator = true;
     log.info({ operatorId: operator.id, plan: opts.plan }, 'operator created');
@@ -156,8 +161,16 @@ async function ensureZones(client: ApiClient, venueId: string, t: VenueTemplate)
   return added;
 }
 
-async function ensureIntegrations(client: ApiClient, venueId: string, t: VenueTemplate, native: boolean): Promise<{ integrations: SimVenue['integrations']; added: number }> {
-  const res = await client.call<Listed<{ id: string; connector_type: ConnectorType; is_active: boolean; config: Record<string, unknown> }>>('GET', `/api/venues/${venueId}/integrations`);
+async function ensureIntegrations(
+  client: ApiClient,
+  venueId: string,
+  t: VenueTemplate,
+  native: boolean,
+): Promise<{ integrations: SimVenue['integrations']; added: number }> {
+  const res = await client.call<Listed<{ id: string; connector_type: ConnectorType; is_active: boolean; config: Record<string, unknown> }>>(
+    'GET',
+    `/api/venues/${venueId}/integrations`,
+  );
   const integrations: SimVenue['integrations'] = {};
   const configs = new Map<string, Record<string, unknown>>();
   for (const i of res.body.data.sort((a, b) => Number(b.is_active) - Number(a.is_active))) {

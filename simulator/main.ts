@@ -99,7 +99,8 @@ if (!Number.isInteger(venueCount) || venueCount < 1 || venueCount > MAX_VENUES) 
 if (plan === 'starter' && venueCount > 5) fail('the starter plan allows 5 venues; use --plan pro for more');
 const retentionDays = plan === 'pro' ? 365 : 90;
 const backfill = args.backfill === undefined ? undefined : span('backfill', args.backfill);
-if (backfill !== undefined && backfill > (retentionDays - 1) * DAY) fail(`--backfill can reach back ${retentionDays - 1} days at most on the ${plan} plan (older events are past its retention)`);
+if (backfill !== undefined && backfill > (retentionDays - 1) * DAY)
+  fail(`--backfill can reach back ${retentionDays - 1} days at most on the ${plan} plan (older events are past its retention)`);
 const duration = args.duration === undefined ? undefined : span('duration', args.duration);
 const rate = positive('rate', args.rate);
 const scale = positive('scale', args.scale);
@@ -110,10 +111,18 @@ try {
 } catch {
   fail(`--url must be a URL such as http://127.0.0.1:8080, not "${args.url}"`);
 }
-const slug = args.operator.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'operator';
+const slug =
+  args.operator
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '') || 'operator';
 const statePath = args.state ?? repoPath('.stack', 'simulator', `${slug}.json`);
 
-const log = createLogger('simulator', args['log-level'], process.stdout.isTTY ? pretty({ colorize: true, ignore: 'pid,hostname,service,name', translateTime: 'SYS:HH:MM:ss' }) : undefined);
+const log = createLogger(
+  'simulator',
+  args['log-level'],
+  process.stdout.isTTY ? pretty({ colorize: true, ignore: 'pid,hostname,service,name', translateTime: 'SYS:HH:MM:ss' }) : undefined,
+);
 
 let stopRequested = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -131,7 +140,8 @@ function adminSecret(): string {
   try {
     return config().ADMIN_SECRET;
   } catch (err) {
-    if (err instanceof ConfigError) fail(`creating an operator needs ADMIN_SECRET (in .env after npm run up, or the environment), or pass --key:\n${err.message}`);
+    if (err instanceof ConfigError)
+      fail(`creating an operator needs ADMIN_SECRET (in .env after npm run up, or the environment), or pass --key:\n${err.message}`);
     throw err;
   }
 }
@@ -141,7 +151,10 @@ function adminSecret(): string {
  * fake UniFi controller's port in native mode (scripts/stack/common.mjs is plain ESM, loaded at run time).
  */
 async function registerSimulator(port: number | undefined): Promise<void> {
-  type Registry = { registerProcess(name: string, info: { pid: number; port?: number }): void; unregisterProcess(name: string, pid?: number): void };
+  type Registry = {
+    registerProcess(name: string, info: { pid: number; port?: number }): void;
+    unregisterProcess(name: string, pid?: number): void;
+  };
   const registry = (await import(repoPath('scripts', 'stack', 'common.mjs'))) as Registry;
   registry.registerProcess('simulator', { pid: process.pid, ...(port ? { port } : {}) });
   process.on('exit', () => registry.unregisterProcess('simulator', process.pid));
@@ -150,8 +163,21 @@ async function registerSimulator(port: number | undefined): Promise<void> {
 const client = new ApiClient({ url, log, stopping: () => stopRequested });
 try {
   const previous = loadState(statePath);
-  if (previous && previous.url !== url) log.warn(`${statePath} was written for ${previous.url}; reusing its operator at ${url} (give --state another file for a separate fleet)`);
-  const fleet = await setUpFleet({ client, log, operatorName: args.operator, plan, venues: venueCount, adminSecret, key: args.key, state: previous, native: args.native });
+  if (previous && previous.url !== url)
+    log.warn(
+      `${statePath} was written for ${previous.url}; reusing its operator at ${url} (give --state another file for a separate fleet)`,
+    );
+  const fleet = await setUpFleet({
+    client,
+    log,
+    operatorName: args.operator,
+    plan,
+    venues: venueCount,
+    adminSecret,
+    key: args.key,
+    state: previous,
+    native: args.native,
+  });
   saveState(statePath, fleet.state);
   const { created } = fleet;
   log.info(
@@ -168,12 +194,21 @@ try {
     const open = fleet.venues.find((v) => openBetween(traffic, v, start, start + 15 * 60_000)) ?? fleet.venues[0]!;
     const other = fleet.venues.find((v) => v !== open) ?? open;
     traffic.options.anchoredFaults = { overCapacityVenue: open.key, silenceVenue: other.key };
-    log.info(`faults: ${open.name} goes over capacity in 2 minutes for 10 minutes; ${other.name}'s ${silenceable(other)[0] ?? 'Wi-Fi'} connector goes silent in 5 minutes for 15 minutes`);
+    log.info(
+      `faults: ${open.name} goes over capacity in 2 minutes for 10 minutes; ${other.name}'s ${silenceable(other)[0] ?? 'Wi-Fi'} connector goes silent in 5 minutes for 15 minutes`,
+    );
   }
   let lastSave = 0;
   const state = fleet.state;
   const native = args.native
-    ? await NativeLinks.start({ client, log, venues: fleet.venues, url, certDir: repoPath('.stack', 'simulator'), stopping: () => stopRequested })
+    ? await NativeLinks.start({
+        client,
+        log,
+        venues: fleet.venues,
+        url,
+        certDir: repoPath('.stack', 'simulator'),
+        stopping: () => stopRequested,
+      })
     : undefined;
   await registerSimulator(native?.controller ? Number(new URL(native.controller.url).port) : undefined);
   const stats = await runSimulation({

@@ -155,7 +155,7 @@ export class TrafficState {
     if (pool) return pool;
     const rng = Random.for(this.seed, venue.key, 'regulars');
     const size = Math.max(4, Math.round(venue.visitorsPerDay * this.options.scale * 0.9));
-    const staff = Math.max(1, Math.round(Math.min(6, 2 + venue.visitorsPerDay * this.options.scale / 400)));
+    const staff = Math.max(1, Math.round(Math.min(6, 2 + (venue.visitorsPerDay * this.options.scale) / 400)));
     pool = [];
     for (let i = 0; i < staff; i++) {
       pool.push({ device: newDevice(rng, 0), associated: true, customerId: null, frequency: 0.85, staff: true });
@@ -212,7 +212,8 @@ export class TrafficState {
   silent(venue: VenueTemplate, connector: ConnectorType, ts: number): boolean {
     if (!this.options.faults) return false;
     const anchored = this.anchored(venue);
-    if (anchored.silence && anchored.silence.connector === connector && ts >= anchored.silence.from && ts < anchored.silence.to) return true;
+    if (anchored.silence && anchored.silence.connector === connector && ts >= anchored.silence.from && ts < anchored.silence.to)
+      return true;
     return this.plan(venue, localDate(ts, venue.timezone)).silences.some((s) => s.connector === connector && ts >= s.from && ts < s.to);
   }
 
@@ -253,7 +254,10 @@ export class TrafficState {
     const exit = doors.find((d) => d.type === 'exit')?.slug;
 
     const rng = Random.for(this.seed, venue.key, date, 'visits');
-    const total = Math.max(0, Math.round(venue.visitorsPerDay * this.options.scale * this.multiplier(venue, date) * dayFactor * (1 + rng.normal(0, 0.08))));
+    const total = Math.max(
+      0,
+      Math.round(venue.visitorsPerDay * this.options.scale * this.multiplier(venue, date) * dayFactor * (1 + rng.normal(0, 0.08))),
+    );
 
     const who: Array<{ regular?: Regular }> = [];
     let staffToday: Regular[] = [];
@@ -321,7 +325,8 @@ export class TrafficState {
     const zone = rng.weighted(areas.map((z) => [z.slug, z.share ?? 1] as const));
     const device = regular ? regular.device : rng.chance(0.8) ? newDevice(rng, 0.35) : null;
     const associated = device !== null && (regular ? regular.associated : rng.chance(0.4));
-    const portalAt = associated && rng.chance(kind === 'new' ? 0.45 : 0.15) ? Math.min(leave - MINUTE, arrive + rng.between(1, 5) * MINUTE) : null;
+    const portalAt =
+      associated && rng.chance(kind === 'new' ? 0.45 : 0.15) ? Math.min(leave - MINUTE, arrive + rng.between(1, 5) * MINUTE) : null;
     let purchase: Purchase | null = null;
     if (kind !== 'staff' && rng.chance(venue.buyShare)) {
       const dwell = leave - arrive;
@@ -379,4 +384,3 @@ export function presentAt(plan: DayPlan, ts: number, zone?: string): number {
   for (const v of plan.visits) if (v.arrive <= ts && ts < v.leave && (zone === undefined || v.zone === zone)) n++;
   return n;
 }
-

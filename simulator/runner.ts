@@ -101,7 +101,11 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
     const events = s.buffer.slice(0, n);
     let answer: IngestAnswer;
     try {
-      answer = await client.ingest(s.venue.id, s.connector, events.map((e) => e.event));
+      answer = await client.ingest(
+        s.venue.id,
+        s.connector,
+        events.map((e) => e.event),
+      );
     } catch (err) {
       if (err instanceof StoppedError) {
         log.warn({ stream: s.id, events: events.length }, 'stopped before this batch was accepted; the next run with --backfill sends it');
@@ -137,14 +141,18 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
     return !opts.stopping();
   };
   /** Live: how many buffered events may go now (a Meraki minute under way waits for its end). */
-  const ready = (s: Stream): number => (native?.routes(s.connector) ? native.ready(s.venue, s.connector, s.buffer, s.generated) : s.buffer.length);
+  const ready = (s: Stream): number =>
+    native?.routes(s.connector) ? native.ready(s.venue, s.connector, s.buffer, s.generated) : s.buffer.length;
   /** Nothing of the stream is waiting: its position may move to what was generated (a native batch dropped by a stop must not be skipped). */
   const idle = (s: Stream): boolean => s.buffer.length === 0 && (!native?.routes(s.connector) || (!native.busy(s.id) && !opts.stopping()));
 
   // History, in hour-long windows, each stream cut into full batches as it goes.
   if (opts.backfillFrom !== undefined) {
     const total = opts.start - opts.backfillFrom;
-    log.info({ from: new Date(opts.backfillFrom).toISOString(), to: new Date(opts.start).toISOString(), streams: streams.length }, 'backfill starting');
+    log.info(
+      { from: new Date(opts.backfillFrom).toISOString(), to: new Date(opts.start).toISOString(), streams: streams.length },
+      'backfill starting',
+    );
     for (let t = opts.backfillFrom; t < opts.start && !opts.stopping(); t += HOUR) {
       const end = Math.min(opts.start, t + HOUR);
       for (const s of streams) {
@@ -176,7 +184,10 @@ export async function runSimulation(opts: RunOptions): Promise<RunStats> {
     s.generated = Math.max(s.generated, opts.start);
     s.lastFlush = clock() - flushMs + Math.round(((i + 1) * flushMs) / streams.length);
   });
-  log.info({ streams: streams.length, flushEverySeconds: flushMs / 1000, until: until ? new Date(until).toISOString() : 'Ctrl-C' }, 'live traffic');
+  log.info(
+    { streams: streams.length, flushEverySeconds: flushMs / 1000, until: until ? new Date(until).toISOString() : 'Ctrl-C' },
+    'live traffic',
+  );
   for (;;) {
     const now = clock();
     const ending = until !== undefined && now >= until;
@@ -250,7 +261,10 @@ class Progress {
     this.last = this.clock();
     const n = (x: number) => x.toLocaleString('en-US');
     const parts = Object.entries(this.stats.byConnector).map(([c, s]) => `${c} ${n(s.accepted)}/${n(s.rejected)}`);
-    const total = Object.values(this.stats.byConnector).reduce((a, s) => ({ acc: a.acc + s.accepted, rej: a.rej + s.rejected, del: a.del + s.deliberate }), { acc: 0, rej: 0, del: 0 });
+    const total = Object.values(this.stats.byConnector).reduce(
+      (a, s) => ({ acc: a.acc + s.accepted, rej: a.rej + s.rejected, del: a.del + s.deliberate }),
+      { acc: 0, rej: 0, del: 0 },
+    );
     this.log.info(
       `${phase} · ${n(total.acc)} accepted, ${n(total.rej)} rejected (${n(total.del)} on purpose) in ${n(this.stats.batches)} batches · accepted/rejected ${parts.join(' ') || '-'}` +
         (this.native ? ` · ${this.native.describe()}` : ''),

@@ -121,7 +121,7 @@ export const VENUE_TEMPLATES: readonly VenueTemplate[] = [
     timezone: 'Australia/Sydney',
     address: '1 Macquarie St, Sydney NSW 2000',
     lat: -33.8587,
-    lng: 151.2140,
+    lng: 151.214,
     profile: 'bar',
     visitorsPerDay: 600,
     dwellMinutes: 95,
@@ -241,7 +241,12 @@ export function integrationConfig(type: ConnectorType, venue: VenueTemplate): Re
         streaming_key: `${tag}-fake-streaming-key`,
       };
     case 'unifi':
-      return { controller_url: 'https://unifi.simulated.example:8443', username: 'sim-readonly', password: `${tag}-fake-password`, site: 'default' };
+      return {
+        controller_url: 'https://unifi.simulated.example:8443',
+        username: 'sim-readonly',
+        password: `${tag}-fake-password`,
+        site: 'default',
+      };
     case 'mywifi':
       return { dashboard_subdomain: `sim-${venue.key}`, app_secret: `${tag}-fake-app-secret` };
     case 'square':
@@ -264,7 +269,11 @@ export function integrationConfig(type: ConnectorType, venue: VenueTemplate): Re
   }
 }
 
-export const squareLocation = (v: VenueTemplate) => `LSIM${v.key.replace(/[^a-z]/g, '').toUpperCase().slice(0, 8)}`;
+export const squareLocation = (v: VenueTemplate) =>
+  `LSIM${v.key
+    .replace(/[^a-z]/g, '')
+    .toUpperCase()
+    .slice(0, 8)}`;
 export const densitySpace = (v: VenueTemplate) => `spc_sim${v.key.replace(/[^a-z]/g, '')}`;
 export const areaZones = (v: VenueTemplate) => v.zones.filter((z) => z.type === 'area');
 export const doorZones = (v: VenueTemplate) => v.zones.filter((z) => z.type === 'entrance' || z.type === 'exit');

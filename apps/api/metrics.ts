@@ -20,7 +20,12 @@ export function createApiMetrics(): ApiMetrics {
   const registry = createRegistry('api');
   return {
     registry,
-    requests: new Counter({ name: 'http_requests_total', help: 'HTTP requests answered, by method, declared route and status', labelNames: ['method', 'route', 'status'], registers: [registry] }),
+    requests: new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by method, declared route and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
     duration: new Histogram({
       name: 'http_request_duration_seconds',
       help: 'Time to answer an HTTP request, by method and declared route',
@@ -28,7 +33,12 @@ export function createApiMetrics(): ApiMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
-    ingestEvents: new Counter({ name: 'ingest_events_total', help: 'Ingested events, accepted or rejected (by reason)', labelNames: ['outcome', 'reason'], registers: [registry] }),
+    ingestEvents: new Counter({
+      name: 'ingest_events_total',
+      help: 'Ingested events, accepted or rejected (by reason)',
+      labelNames: ['outcome', 'reason'],
+      registers: [registry],
+    }),
     produce: new Histogram({
       name: 'kafka_produce_duration_seconds',
       help: 'Time for Kafka to acknowledge an ingest batch (acks=all), by outcome',

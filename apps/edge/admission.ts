@@ -48,7 +48,9 @@ export class Admission {
     private readonly counters: EdgeCounters,
   ) {
     this.leases = new ConnectionLeases(redis, { limit: cfg.WS_MAX_CONNECTIONS_PER_OPERATOR, ttlMs: cfg.WS_LEASE_TTL_MS, log });
-    this.failures = cfg.RATE_LIMITS_ENABLED ? new RateLimiter(redis, { limits: { unauthenticated: cfg.UNAUTHENTICATED_RATE_LIMIT } }) : undefined;
+    this.failures = cfg.RATE_LIMITS_ENABLED
+      ? new RateLimiter(redis, { limits: { unauthenticated: cfg.UNAUTHENTICATED_RATE_LIMIT } })
+      : undefined;
     this.isTrusted = trustedPeers(cfg.TRUSTED_PROXIES);
   }
 
@@ -90,7 +92,8 @@ export class Admission {
           });
           return;
         }
-        if (!accepting() && !conn.refusal) conn.refusal = { close: CLOSE.GOING_AWAY, errorCode: 'SERVICE_UNAVAILABLE', message: 'server shutting down; reconnect now' };
+        if (!accepting() && !conn.refusal)
+          conn.refusal = { close: CLOSE.GOING_AWAY, errorCode: 'SERVICE_UNAVAILABLE', message: 'server shutting down; reconnect now' };
         res.cork(() => res.upgrade(conn, secKey, protocol, extensions, context));
       },
       (err: Error) => {
@@ -142,7 +145,11 @@ export class Admission {
         conn.refusal = { close: CLOSE.UNAUTHORIZED, errorCode: 'UNAUTHORIZED', message: err.message };
       } else {
         this.log.warn({ err }, 'could not check an API key; refusing the connection');
-        conn.refusal = { close: CLOSE.SERVICE_UNAVAILABLE, errorCode: 'SERVICE_UNAVAILABLE', message: 'cannot check the API key right now; retry in a few seconds' };
+        conn.refusal = {
+          close: CLOSE.SERVICE_UNAVAILABLE,
+          errorCode: 'SERVICE_UNAVAILABLE',
+          message: 'cannot check the API key right now; retry in a few seconds',
+        };
       }
       return conn;
     }
@@ -188,7 +195,13 @@ export class Admission {
     const hashes = [...new Set([...conns].map((c) => c.keyHash))];
     let live: Set<string>;
     try {
-      live = await withTimeout(stillLiveKeys(this.db, hashes.map((h) => Buffer.from(h, 'hex'))), CHECK_TIMEOUT_MS);
+      live = await withTimeout(
+        stillLiveKeys(
+          this.db,
+          hashes.map((h) => Buffer.from(h, 'hex')),
+        ),
+        CHECK_TIMEOUT_MS,
+      );
     } catch (err) {
       this.log.warn({ err }, 'could not re-check the keys of live connections; keeping them until the next check');
       return;

@@ -25,9 +25,15 @@ export class Commands {
     if (conn.refusal || !conn.open) return;
     if (isBinary) return this.replyError(conn, null, 'VALIDATION_ERROR', 'send commands as JSON text frames');
     const max = this.cfg.WS_MAX_MESSAGE_BYTES;
-    if (message.byteLength > max) return this.replyError(conn, null, 'VALIDATION_ERROR', `message of ${message.byteLength} bytes; at most ${max}`);
+    if (message.byteLength > max)
+      return this.replyError(conn, null, 'VALIDATION_ERROR', `message of ${message.byteLength} bytes; at most ${max}`);
     if (conn.pending >= MAX_PENDING_MESSAGES) {
-      return this.replyError(conn, null, 'RATE_LIMITED', `more than ${MAX_PENDING_MESSAGES} messages waiting for replies; wait for them, then resend`);
+      return this.replyError(
+        conn,
+        null,
+        'RATE_LIMITED',
+        `more than ${MAX_PENDING_MESSAGES} messages waiting for replies; wait for them, then resend`,
+      );
     }
     // The ArrayBuffer is only valid during this callback: decode (copy) it now.
     const text = Buffer.from(message).toString('utf8');
@@ -92,7 +98,12 @@ export class Commands {
   private unsubscribe(conn: Conn, cmd: Extract<Command, { kind: 'unsubscribe' }>): void {
     const sub = this.registry.get(conn, cmd.cmdId);
     if (!sub || (cmd.venueId !== null && sub.venueId !== cmd.venueId)) {
-      return this.replyError(conn, cmd.cmdId, 'NOT_FOUND', `no subscription with cmdId ${cmd.cmdId}${cmd.venueId ? ' for this venue' : ''} on this connection`);
+      return this.replyError(
+        conn,
+        cmd.cmdId,
+        'NOT_FOUND',
+        `no subscription with cmdId ${cmd.cmdId}${cmd.venueId ? ' for this venue' : ''} on this connection`,
+      );
     }
     this.registry.remove(sub);
     this.registry.send(conn, { cmdId: cmd.cmdId, type: 'unsubscribed', entityId: sub.venueId, cmdIds: [sub.cmdId] });

@@ -18,7 +18,9 @@ export async function createEdgeEngines(cfg: Config, log: Logger): Promise<EdgeE
   const db = createDb(cfg, 4, log);
   const redis = createRedis(cfg);
   redis.on('error', (err) => log.debug({ err }, 'redis error'));
-  await redis.connect().catch((err: unknown) => log.warn({ err }, 'redis unavailable at start-up; connection limit counted per instance until it answers'));
+  await redis
+    .connect()
+    .catch((err: unknown) => log.warn({ err }, 'redis unavailable at start-up; connection limit counted per instance until it answers'));
   return { db, redis, kafka: createKafka(cfg, log, `${cfg.KAFKA_CLIENT_ID}-edge`) };
 }
 

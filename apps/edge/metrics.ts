@@ -6,10 +6,25 @@ import type { EdgeStats } from './server.js';
 export function createEdgeRegistry(stats: () => EdgeStats): Registry {
   const registry = createRegistry('edge');
   const gauge = (name: string, help: string, pick: (s: EdgeStats) => number) =>
-    new Gauge({ name, help, registers: [registry], collect() { this.set(pick(stats())); } });
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(pick(stats()));
+      },
+    });
   // Totals kept by the edge: exposed as counters that are set to the running total at each scrape.
   const total = (name: string, help: string, pick: (s: EdgeStats) => number) =>
-    new Counter({ name, help, registers: [registry], collect() { this.reset(); this.inc(pick(stats())); } });
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(pick(stats()));
+      },
+    });
   gauge('ws_connections', 'Open /ws connections on this edge', (s) => s.connections);
   gauge('ws_operators', 'Operators with at least one open connection on this edge', (s) => s.operators);
   gauge('ws_subscriptions', 'Subscriptions held by the open connections', (s) => s.subscriptions);

@@ -26,11 +26,17 @@ export const CLOSE = {
 /** Close reasons are limited to 123 bytes by the protocol. */
 export function closeReason(code: string, message: string): string {
   const text = `${code}: ${message}`;
-  return Buffer.byteLength(text) <= 123 ? text : Buffer.from(text).subarray(0, 123).toString('utf8').replace(/\uFFFD$/, '');
+  return Buffer.byteLength(text) <= 123
+    ? text
+    : Buffer.from(text)
+        .subarray(0, 123)
+        .toString('utf8')
+        .replace(/\uFFFD$/, '');
 }
 
 /** `errorCode` values of a command reply; the spec's codes plus two of the stream's own. */
-export type CommandErrorCode = 'VALIDATION_ERROR' | 'NOT_FOUND' | 'FORBIDDEN' | 'RATE_LIMITED' | 'SUBSCRIPTION_LIMIT' | 'SERVICE_UNAVAILABLE';
+export type CommandErrorCode =
+  'VALIDATION_ERROR' | 'NOT_FOUND' | 'FORBIDDEN' | 'RATE_LIMITED' | 'SUBSCRIPTION_LIMIT' | 'SERVICE_UNAVAILABLE';
 
 export interface CommandError {
   cmdId: number | null;
@@ -51,7 +57,11 @@ export interface ParsedMessage {
   errors: CommandError[];
 }
 
-const cmdIdSchema = z.number().int().min(0).max(2 ** 31 - 1);
+const cmdIdSchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(2 ** 31 - 1);
 const uuid = z.uuid();
 const keysSchema = z.array(z.enum(TELEMETRY_KEYS)).min(1).max(32);
 const KNOWN = new Set(['tsSubCmds', 'tsUnsubCmds']);
@@ -73,7 +83,18 @@ export function parseMessage(text: string): ParsedMessage {
   if (!isObject(body)) return { commands: [], errors: [bad(null, 'a message must be a JSON object with tsSubCmds and/or tsUnsubCmds')] };
   const unknown = Object.keys(body).filter((k) => !KNOWN.has(k));
   if (unknown.length > 0) {
-    return { commands: [], errors: [bad(null, `unsupported field ${unknown.slice(0, 3).map((k) => `'${k.slice(0, 40)}'`).join(', ')}: only tsSubCmds and tsUnsubCmds`)] };
+    return {
+      commands: [],
+      errors: [
+        bad(
+          null,
+          `unsupported field ${unknown
+            .slice(0, 3)
+            .map((k) => `'${k.slice(0, 40)}'`)
+            .join(', ')}: only tsSubCmds and tsUnsubCmds`,
+        ),
+      ],
+    };
   }
   if (body.tsSubCmds === undefined && body.tsUnsubCmds === undefined) {
     return { commands: [], errors: [bad(null, 'a message must carry tsSubCmds and/or tsUnsubCmds')] };

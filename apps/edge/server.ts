@@ -118,7 +118,12 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
       res
         .writeStatus(path === '/ws' ? '426 Upgrade Required' : '404 Not Found')
         .writeHeader('Content-Type', 'application/json')
-        .end(JSON.stringify({ error: `no route for ${req.getMethod().toUpperCase()} ${path}${wsHint}`, code: path === '/ws' ? 'VALIDATION_ERROR' : 'NOT_FOUND' }));
+        .end(
+          JSON.stringify({
+            error: `no route for ${req.getMethod().toUpperCase()} ${path}${wsHint}`,
+            code: path === '/ws' ? 'VALIDATION_ERROR' : 'NOT_FOUND',
+          }),
+        );
     });
   });
 
@@ -129,7 +134,9 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
   ];
 
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(cfg.EDGE_HOST, cfg.EDGE_PORT, (socket) => (socket ? resolve(socket) : reject(new Error(`edge could not listen on ${cfg.EDGE_HOST}:${cfg.EDGE_PORT}`))));
+    app.listen(cfg.EDGE_HOST, cfg.EDGE_PORT, (socket) =>
+      socket ? resolve(socket) : reject(new Error(`edge could not listen on ${cfg.EDGE_HOST}:${cfg.EDGE_PORT}`)),
+    );
   });
   const port = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);
   log.info({ port, host: cfg.EDGE_HOST, instanceId }, 'edge listening');
@@ -142,7 +149,8 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
       'close sockets',
       async () => {
         await Promise.all(timers.map((t) => t.stop()));
-        for (const conn of [...registry.conns]) conn.ws?.end(CLOSE.GOING_AWAY, closeReason('SERVICE_UNAVAILABLE', 'server shutting down; reconnect now'));
+        for (const conn of [...registry.conns])
+          conn.ws?.end(CLOSE.GOING_AWAY, closeReason('SERVICE_UNAVAILABLE', 'server shutting down; reconnect now'));
         await admission.released();
       },
     ],

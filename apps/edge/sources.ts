@@ -42,7 +42,11 @@ const acceptedEvents: StreamSource<DecodedEvent[]> = {
   topic: (prefix) => topicNames(prefix).events,
   decode: decodeEventMessage,
   toItems: (decoded) =>
-    decoded.flatMap(({ event: e }) => (e ? [{ operatorId: e.operatorId, venueId: e.venueId, eventType: e.type, metrics: e.metrics, time: new Date(e.ts).toISOString() }] : [])),
+    decoded.flatMap(({ event: e }) =>
+      e
+        ? [{ operatorId: e.operatorId, venueId: e.venueId, eventType: e.type, metrics: e.metrics, time: new Date(e.ts).toISOString() }]
+        : [],
+    ),
 };
 
 /**
@@ -54,7 +58,16 @@ const occupancyUpdates: StreamSource<OccupancyUpdate> = {
   name: 'occupancy',
   topic: (prefix) => derivedTopicNames(prefix).occupancy,
   decode: decodeOccupancyUpdate,
-  toItems: (u) => [{ operatorId: u.operatorId, venueId: u.venueId, zoneId: u.zoneId, eventType: 'occupancy', metrics: { occupancy: u.value }, time: new Date(u.ts).toISOString() }],
+  toItems: (u) => [
+    {
+      operatorId: u.operatorId,
+      venueId: u.venueId,
+      zoneId: u.zoneId,
+      eventType: 'occupancy',
+      metrics: { occupancy: u.value },
+      time: new Date(u.ts).toISOString(),
+    },
+  ],
 };
 
 /**

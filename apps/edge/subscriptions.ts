@@ -62,7 +62,8 @@ export interface EdgeCounters {
 
 export const newCounters = (): EdgeCounters => ({ refused: 0, closedSlow: 0, closedRotated: 0, messagesSent: 0, messagesReceived: 0 });
 
-const subsOf = (conn: Subscriber): Subscription[] => (conn.subs === null ? [] : conn.subs instanceof Map ? [...conn.subs.values()] : [conn.subs]);
+const subsOf = (conn: Subscriber): Subscription[] =>
+  conn.subs === null ? [] : conn.subs instanceof Map ? [...conn.subs.values()] : [conn.subs];
 const subCount = (conn: Subscriber): number => (conn.subs === null ? 0 : conn.subs instanceof Map ? conn.subs.size : 1);
 
 export type SubscriptionLimits = Pick<Config, 'WS_MAX_BUFFERED_BYTES' | 'WS_MAX_SUBSCRIPTIONS'>;
@@ -118,7 +119,13 @@ export class Subscriptions<C extends Subscriber> {
   }
 
   get(conn: Subscriber, cmdId: number): Subscription | undefined {
-    return conn.subs === null ? undefined : conn.subs instanceof Map ? conn.subs.get(cmdId) : conn.subs.cmdId === cmdId ? conn.subs : undefined;
+    return conn.subs === null
+      ? undefined
+      : conn.subs instanceof Map
+        ? conn.subs.get(cmdId)
+        : conn.subs.cmdId === cmdId
+          ? conn.subs
+          : undefined;
   }
 
   /** The connection's subscriptions to a venue. */
@@ -138,7 +145,11 @@ export class Subscriptions<C extends Subscriber> {
     if (old) this.remove(old);
     if (conn.subs === null) conn.subs = sub;
     else if (conn.subs instanceof Map) conn.subs.set(cmdId, sub);
-    else conn.subs = new Map([[conn.subs.cmdId, conn.subs], [cmdId, sub]]);
+    else
+      conn.subs = new Map([
+        [conn.subs.cmdId, conn.subs],
+        [cmdId, sub],
+      ]);
     let set = this.byVenue.get(venueId);
     if (!set) this.byVenue.set(venueId, (set = new Set()));
     // The venue's subscriptions share one copy of its id.
@@ -175,7 +186,12 @@ export class Subscriptions<C extends Subscriber> {
         const metrics = item.alarm ? {} : pickMetrics(item.metrics, sub.keys);
         const zone = item.zoneId === undefined ? {} : { zoneId: item.zoneId };
         const alarm = item.alarm ? { alarm: item.alarm } : {};
-        text = metrics && JSON.stringify({ cmdId: sub.cmdId, data: { venueId: item.venueId, ...zone, eventType: item.eventType, metrics, ...alarm, time: item.time } });
+        text =
+          metrics &&
+          JSON.stringify({
+            cmdId: sub.cmdId,
+            data: { venueId: item.venueId, ...zone, eventType: item.eventType, metrics, ...alarm, time: item.time },
+          });
         bytes.set(sub.shape, text);
       }
       if (text === null) continue;

@@ -24,7 +24,14 @@ interface Tail {
 
 export interface TailsHealth {
   connected: boolean;
-  sources: Array<{ name: string; topic: string; ready: boolean; messagesTailed: number; undecodable: number; lastMessageAt: string | null }>;
+  sources: Array<{
+    name: string;
+    topic: string;
+    ready: boolean;
+    messagesTailed: number;
+    undecodable: number;
+    lastMessageAt: string | null;
+  }>;
 }
 
 export interface RunningTails {
@@ -46,7 +53,15 @@ export async function startTails<C extends Subscriber>(
   const { registry, instanceId } = opts;
   // The configured topics, derived streams included: the edge may start before the pipeline.
   await ensureTopology(kafka, cfg);
-  const tails: Tail[] = opts.sources.map((source) => ({ source, topic: source.topic(cfg.KAFKA_TOPIC_PREFIX), tailed: 0, undecodable: 0, lastMessageAt: null, connected: false, ready: false }));
+  const tails: Tail[] = opts.sources.map((source) => ({
+    source,
+    topic: source.topic(cfg.KAFKA_TOPIC_PREFIX),
+    tailed: 0,
+    undecodable: 0,
+    lastMessageAt: null,
+    connected: false,
+    ready: false,
+  }));
   const consumers: RunningConsumer[] = [];
   let markReady: () => void = () => undefined;
   const allReady = new Promise<void>((resolve) => (markReady = resolve));

@@ -90,10 +90,13 @@ const metricsServer = await startMetrics(metrics.registry, cfg.METRICS_HOST, cfg
 log.info({ topic: services.topics.events }, 'pipeline running');
 
 onShutdown(log, cfg.SHUTDOWN_TIMEOUT_MS, [
-  ['stop the housekeeping (retention and compaction) without waiting for a merge in hand', async () => {
-    await housekeeping.stop();
-    await housekeepingCh.close();
-  }],
+  [
+    'stop the housekeeping (retention and compaction) without waiting for a merge in hand',
+    async () => {
+      await housekeeping.stop();
+      await housekeepingCh.close();
+    },
+  ],
   ['stop the pollers: finish or abort the polls in hand, release their leases', () => pollers?.stop()],
   ['stop the derive job after its round in hand', () => derive.stop()],
   ['stop the processors (each commits what it holds), then write and commit their outputs held by the sinks', () => processors.stop()],

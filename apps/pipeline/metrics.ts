@@ -28,7 +28,12 @@ export interface PipelineMetrics {
  */
 export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger): PipelineMetrics {
   const registry = createRegistry('pipeline');
-  const rows = new Counter({ name: 'clickhouse_insert_rows_total', help: 'Rows inserted into ClickHouse, by sink target', labelNames: ['target'], registers: [registry] });
+  const rows = new Counter({
+    name: 'clickhouse_insert_rows_total',
+    help: 'Rows inserted into ClickHouse, by sink target',
+    labelNames: ['target'],
+    registers: [registry],
+  });
   const inserts = new Histogram({
     name: 'clickhouse_insert_duration_seconds',
     help: 'Time of one ClickHouse insert, by sink target',
@@ -76,7 +81,11 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
       },
     });
   pollerGauge('poller_polls', 'Vendor polls started by this process (UniFi, Verkada, Aruba ALE)', (p) => p.stats.polls);
-  pollerGauge('poller_failed_polls', 'Vendor polls that failed (the integration backs off; connector health is told)', (p) => p.stats.failures);
+  pollerGauge(
+    'poller_failed_polls',
+    'Vendor polls that failed (the integration backs off; connector health is told)',
+    (p) => p.stats.failures,
+  );
   pollerGauge('poller_events', 'Events polled and accepted by ingest', (p) => p.stats.events);
   pollerGauge('poller_integrations_owned', 'Integrations this process holds the polling lease of', (p) => p.owned().length);
   new Gauge({

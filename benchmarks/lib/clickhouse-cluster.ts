@@ -50,7 +50,10 @@ async function counts(ch: Ch): Promise<Record<string, number>> {
 }
 
 async function queueSize(ch: Ch): Promise<number> {
-  const [row] = await chRows<{ n: string }>(ch, chsql`SELECT toString(sum(queue_size)) AS n FROM system.replicas WHERE database = currentDatabase()`);
+  const [row] = await chRows<{ n: string }>(
+    ch,
+    chsql`SELECT toString(sum(queue_size)) AS n FROM system.replicas WHERE database = currentDatabase()`,
+  );
   return Number(row?.n ?? 0);
 }
 
@@ -64,7 +67,13 @@ export async function replicaCounts(
   victim: { name: string; url: string },
   mate: { name: string; url: string },
   timeoutMs: number,
-): Promise<{ caughtUp: boolean; catchUpWaitMs: number; victimRows: Record<string, number>; mateRows: Record<string, number>; victimQueue: number }> {
+): Promise<{
+  caughtUp: boolean;
+  catchUpWaitMs: number;
+  victimRows: Record<string, number>;
+  mateRows: Record<string, number>;
+  victimQueue: number;
+}> {
   const cluster = clusterConfig(cfg)!;
   const local = cluster.localDatabase(cfg.CLICKHOUSE_DATABASE);
   const v = cluster.nodeClient(victim.url, local);
@@ -96,7 +105,10 @@ async function behind(ch: Ch): Promise<number> {
             FROM system.replicas WHERE database = currentDatabase()`,
   );
   // count() is there so that a replica whose tables are not loaded yet never reads as caught up.
-  const tables = await chRows<{ n: string }>(ch, chsql`SELECT toString(count()) AS n FROM system.replicas WHERE database = currentDatabase()`);
+  const tables = await chRows<{ n: string }>(
+    ch,
+    chsql`SELECT toString(count()) AS n FROM system.replicas WHERE database = currentDatabase()`,
+  );
   return Number(row?.n ?? 1) - Number(tables[0]?.n ?? 0) + (Number(tables[0]?.n ?? 0) === 0 ? 1 : 0);
 }
 

@@ -19,14 +19,18 @@ export const venues: BenchVenue[] = [
 
 /** `--requests` (how many to time per connector), `--batch` (events each), `--new-devices`, `--out`. */
 export function cpuArgs(defaultOut: string): { requests: number; batch: number; newDevices: number; out: string } {
-  const { values } = cliArgs(`npm run bench:${defaultOut} --`, 'The hot path of one process timed alone, in this process, without I/O: CPU per event (benchmarks/README.md).', {
-    options: {
-      requests: { type: 'string', default: '400' },
-      batch: { type: 'string', default: '1000' },
-      'new-devices': { type: 'string', default: '0.1' },
-      out: { type: 'string', default: defaultOut },
+  const { values } = cliArgs(
+    `npm run bench:${defaultOut} --`,
+    'The hot path of one process timed alone, in this process, without I/O: CPU per event (benchmarks/README.md).',
+    {
+      options: {
+        requests: { type: 'string', default: '400' },
+        batch: { type: 'string', default: '1000' },
+        'new-devices': { type: 'string', default: '0.1' },
+        out: { type: 'string', default: defaultOut },
+      },
     },
-  });
+  );
   return { requests: Number(values.requests), batch: Number(values.batch), newDevices: Number(values['new-devices']), out: values.out! };
 }
 
@@ -35,7 +39,12 @@ export function cpuArgs(defaultOut: string): { requests: number; batch: number; 
  * event per stage, the process's CPU per event (the garbage collector included) and each call's
  * p50 / p95 / p99 in ms.
  */
-export function timeStages<I, S extends string>(stages: readonly S[], inputs: I[], eventsPerInput: number, handle: (input: I, i: number) => Record<S, number>) {
+export function timeStages<I, S extends string>(
+  stages: readonly S[],
+  inputs: I[],
+  eventsPerInput: number,
+  handle: (input: I, i: number) => Record<S, number>,
+) {
   for (let i = 0; i < Math.min(50, inputs.length); i++) handle(inputs[i]!, i);
   const perStage = Object.fromEntries(stages.map((s) => [s, [] as number[]])) as Record<S, number[]>;
   const totals: number[] = [];
@@ -60,8 +69,12 @@ export function timeStages<I, S extends string>(stages: readonly S[], inputs: I[
 
 /** Prints one connector's line. */
 export function report(name: string, r: ReturnType<typeof timeStages>, callName: string): void {
-  const stages = Object.entries(r.stagesUsPerEvent).map(([s, us]) => `${s} ${us}`).join(', ');
-  console.log(`${name}: ${r.totalUsPerEvent} µs/event (${stages}); process CPU ${r.cpuUsPerEvent} µs/event; a ${callName} p50 ${r.callMs.p50} / p99 ${r.callMs.p99} ms`);
+  const stages = Object.entries(r.stagesUsPerEvent)
+    .map(([s, us]) => `${s} ${us}`)
+    .join(', ');
+  console.log(
+    `${name}: ${r.totalUsPerEvent} µs/event (${stages}); process CPU ${r.cpuUsPerEvent} µs/event; a ${callName} p50 ${r.callMs.p50} / p99 ${r.callMs.p99} ms`,
+  );
 }
 
 export function writeCpuResult(benchmark: string, out: string, settings: object, results: object): void {

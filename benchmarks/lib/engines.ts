@@ -66,7 +66,9 @@ export function enginePorts(cfg: Config): Record<'kafka' | 'clickhouse' | 'postg
  */
 export function engineProcesses(cfg: Config): Record<string, number | undefined> {
   const fromFiles = enginePids();
-  const missing = Object.entries(fromFiles).filter(([, pid]) => pid === undefined).map(([name]) => name);
+  const missing = Object.entries(fromFiles)
+    .filter(([, pid]) => pid === undefined)
+    .map(([name]) => name);
   if (missing.length === 0) return fromFiles;
   const ports = enginePorts(cfg);
   const byPort = pidsListeningOn(Object.fromEntries(missing.map((n) => [n, ports[n as keyof typeof ports]])));

@@ -117,7 +117,11 @@ export class Fleet {
       const clientMac = this.opts.devices ? mac('06', [d >> 24, d >> 16, d >> 8, d, 0]) : mac('02', [n >> 16, n >> 8, n, i >> 8, i]);
       return { ...base, type: 'device_seen', payload: { clientMac, rssi: 30, radio: 'WiFi' } };
     });
-    return { tenant, body: JSON.stringify({ venue_id: tenant.venueId, connector_type: tenant.kind === 'occupancy' ? 'density' : 'meraki', events }), newest };
+    return {
+      tenant,
+      body: JSON.stringify({ venue_id: tenant.venueId, connector_type: tenant.kind === 'occupancy' ? 'density' : 'meraki', events }),
+      newest,
+    };
   }
 
   private async sendUntilAccepted(client: number): Promise<void> {
@@ -167,7 +171,9 @@ export class Fleet {
         await sleep(Math.min(retryAfter * 1000, 1_000));
         continue;
       }
-      this.stats.violations.push(`${res.status} without the contract (retry-after ${res.headers.get('retry-after')}): ${text.slice(0, 200)}`);
+      this.stats.violations.push(
+        `${res.status} without the contract (retry-after ${res.headers.get('retry-after')}): ${text.slice(0, 200)}`,
+      );
       await sleep(500);
     }
   }

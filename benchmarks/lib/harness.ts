@@ -50,7 +50,9 @@ async function dropChDatabase(ch: ReturnType<typeof createCh>, name: string): Pr
   }
   const until = Date.now() + 300_000;
   while (Date.now() < until) {
-    const rows = await (await ch.query({ query: `SELECT count() AS n FROM system.databases WHERE name = '${name}'`, format: 'JSONEachRow' })).json<{ n: string }>();
+    const rows = await (
+      await ch.query({ query: `SELECT count() AS n FROM system.databases WHERE name = '${name}'`, format: 'JSONEachRow' })
+    ).json<{ n: string }>();
     if (Number(rows[0]?.n) === 0) return;
     await new Promise((r) => setTimeout(r, 1000));
   }
@@ -83,8 +85,13 @@ export async function dropEarlierRunTopics(brokers: string[], family: string, cu
  * `port`, balancing over the api instances on `apiPorts`; files under .stack/bench-frontdoor/.
  * Imported from the source tree at run time: the build does not copy the stack's .mjs files.
  */
-export async function startFrontDoor(apiPorts: number[], port: number): ReturnType<typeof import('../../scripts/stack/nginx.mjs').runFrontDoor> {
-  const { writeFrontDoor, runFrontDoor } = (await import(repoPath('scripts', 'stack', 'nginx.mjs'))) as typeof import('../../scripts/stack/nginx.mjs');
+export async function startFrontDoor(
+  apiPorts: number[],
+  port: number,
+): ReturnType<typeof import('../../scripts/stack/nginx.mjs').runFrontDoor> {
+  const { writeFrontDoor, runFrontDoor } = (await import(
+    repoPath('scripts', 'stack', 'nginx.mjs')
+  )) as typeof import('../../scripts/stack/nginx.mjs');
   const dir = repoPath('.stack', 'bench-frontdoor');
   mkdirSync(dir, { recursive: true });
   // nginx workers run as `nobody` when the master is root: they must reach the temp directories.
@@ -131,8 +138,14 @@ export function startProcess(
 ): { child: ChildProcess; stop(): Promise<void> } {
   const profileDir = process.env.BENCH_CPU_PROF;
   const launch = launchOf(entry);
-  const nodeArgs = [...launch.flags, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
-  const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], { env: { ...env, ...launch.env }, stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'] });
+  const nodeArgs = [
+    ...launch.flags,
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
+  ];
+  const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], {
+    env: { ...env, ...launch.env },
+    stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'],
+  });
   if (launch.nice && child.pid !== undefined) setPriority(child.pid, launch.nice);
   if (onStdoutLine) {
     let buffered = '';

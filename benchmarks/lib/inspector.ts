@@ -7,8 +7,12 @@ import { createWriteStream } from 'node:fs';
 import WebSocket from 'ws';
 import { withTimeout } from '../../lib/timers.js';
 
-async function session(port: number): Promise<{ call(method: string, params?: object): Promise<Record<string, unknown>>; ws: WebSocket; close(): void }> {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(5000) })).json()) as Array<{ webSocketDebuggerUrl: string }>;
+async function session(
+  port: number,
+): Promise<{ call(method: string, params?: object): Promise<Record<string, unknown>>; ws: WebSocket; close(): void }> {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(5000) })).json()) as Array<{
+    webSocketDebuggerUrl: string;
+  }>;
   const ws = new WebSocket(targets[0]!.webSocketDebuggerUrl, { perMessageDeflate: false, maxPayload: 1 << 30, handshakeTimeout: 5000 });
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
@@ -45,7 +49,9 @@ async function gcAndMemoryNow(port: number): Promise<Memory> {
     await s.call('HeapProfiler.enable');
     await s.call('HeapProfiler.collectGarbage');
     await s.call('HeapProfiler.collectGarbage');
-    const r = (await s.call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true })) as { result: { value: string } };
+    const r = (await s.call('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true })) as {
+      result: { value: string };
+    };
     await s.call('HeapProfiler.disable');
     return JSON.parse(r.result.value);
   } finally {

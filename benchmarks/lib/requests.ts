@@ -28,11 +28,27 @@ export function ingestBody(v: BenchVenue, size: number, newDevices: number, now 
     const timestamp = new Date(since + Math.ceil(((i + 1) * span) / size)).toISOString();
     if (v.connector === 'meraki') {
       const clientMac = Math.random() < newDevices ? randomMac() : v.pool[Math.floor(Math.random() * v.pool.length)]!;
-      return { type: 'device_seen', timestamp, payload: { clientMac, apMac: '00:18:0a:13:dd:b0', ssid: 'Guest WiFi', rssi: 20 + (i % 50), os: 'iOS', manufacturer: 'Apple', radio: 'WiFi' } };
+      return {
+        type: 'device_seen',
+        timestamp,
+        payload: {
+          clientMac,
+          apMac: '00:18:0a:13:dd:b0',
+          ssid: 'Guest WiFi',
+          rssi: 20 + (i % 50),
+          os: 'iOS',
+          manufacturer: 'Apple',
+          radio: 'WiFi',
+        },
+      };
     }
     const kind = i % 3;
     if (kind === 2) return { type: 'occupancy', timestamp, payload: { space_id: 'spc_1', update_type: 'live', occupancy: 50 + (i % 20) } };
-    return { type: kind === 0 ? 'entry' : 'exit', timestamp, payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: kind === 0 ? 1 : -1, count: 40 + (i % 30) } };
+    return {
+      type: kind === 0 ? 'entry' : 'exit',
+      timestamp,
+      payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: kind === 0 ? 1 : -1, count: 40 + (i % 30) },
+    };
   });
   return JSON.stringify({ venue_id: v.venueId, connector_type: v.connector, events });
 }

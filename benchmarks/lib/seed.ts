@@ -19,7 +19,17 @@ export interface SeedVenue {
  * Meraki device sightings (a pseudonym, no metrics). With at least ten events a minute every
  * telemetry key has a value in every minute bucket.
  */
-export function seedEventsSql(db: string, topic: string, v: SeedVenue, partition: number, total: number, off: number, len: number, startSec: number, spanSec: number): ChSql {
+export function seedEventsSql(
+  db: string,
+  topic: string,
+  v: SeedVenue,
+  partition: number,
+  total: number,
+  off: number,
+  len: number,
+  startSec: number,
+  spanSec: number,
+): ChSql {
   return chsql`
     INSERT INTO ${raw(db)}.events (event_id, operator_id, venue_id, zone_id, connector_type, event_type, ts, local_day, ts_ms, received_at,
                                    device, randomized_mac, metric_names, metric_values, payload, retention_days, kafka_topic, kafka_partition, kafka_offset)

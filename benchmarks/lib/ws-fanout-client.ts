@@ -13,7 +13,16 @@ import WebSocket from 'ws';
 export const monoMs = () => Number(process.hrtime.bigint()) / 1e6;
 
 export type ToClient =
-  | { type: 'open'; url: string; venueId: string; count: number; localAddresses: string[]; concurrency: number; timeoutMs: number; expectedEvents: number }
+  | {
+      type: 'open';
+      url: string;
+      venueId: string;
+      count: number;
+      localAddresses: string[];
+      concurrency: number;
+      timeoutMs: number;
+      expectedEvents: number;
+    }
   | { type: 'count' }
   | { type: 'report'; sentAt: Array<[number, number]> }
   | { type: 'close' };
@@ -21,7 +30,17 @@ export type ToClient =
 export type FromClient =
   | { type: 'opened'; held: number; failed: number; failures: Record<string, number>; retries: number; seconds: number }
   | { type: 'count'; received: number; closed: number }
-  | { type: 'report'; latencies: Float64Array; lastArrival: Array<[number, number]>; received: number; unmatched: number; closed: number; closeCodes: Record<string, number>; perConnectionMin: number; perConnectionMax: number };
+  | {
+      type: 'report';
+      latencies: Float64Array;
+      lastArrival: Array<[number, number]>;
+      received: number;
+      unmatched: number;
+      closed: number;
+      closeCodes: Record<string, number>;
+      perConnectionMin: number;
+      perConnectionMax: number;
+    };
 
 const NEEDLE = Buffer.from('"occupancy":');
 const PUSH_PREFIX = Buffer.from('{"cmdId":1,"data":');
@@ -79,7 +98,11 @@ if (process.send && process.argv[1]?.endsWith('ws-fanout-client.js')) {
     /** Opens and subscribes connection `i`: null when held, else why not. */
     const openOne = (i: number) =>
       new Promise<string | null>((resolve) => {
-        const ws = new WebSocket(m.url, { perMessageDeflate: false, localAddress: m.localAddresses[i % m.localAddresses.length], handshakeTimeout: m.timeoutMs });
+        const ws = new WebSocket(m.url, {
+          perMessageDeflate: false,
+          localAddress: m.localAddresses[i % m.localAddresses.length],
+          handshakeTimeout: m.timeoutMs,
+        });
         const index = perConn.length;
         perConn.push(0);
         let subscribed = false;
@@ -97,7 +120,11 @@ if (process.send && process.argv[1]?.endsWith('ws-fanout-client.js')) {
           resolve(ok ? null : (why ?? 'unknown'));
         };
         ws.on('message', (data: Buffer) => {
-          if (subscribed && data.length > PUSH_PREFIX.length && data.compare(PUSH_PREFIX, 0, PUSH_PREFIX.length, 0, PUSH_PREFIX.length) === 0) {
+          if (
+            subscribed &&
+            data.length > PUSH_PREFIX.length &&
+            data.compare(PUSH_PREFIX, 0, PUSH_PREFIX.length, 0, PUSH_PREFIX.length) === 0
+          ) {
             const t = monoMs();
             record(seqOf(data), t);
             perConn[index]!++;

@@ -31,6 +31,9 @@ export function operatorActivitySql(q: OperatorWindow & { bucketSec: number }): 
                 GROUP BY t, key ORDER BY t, key`;
 }
 
-export async function operatorActivity(ch: Ch, q: OperatorWindow & { bucketSec: number }): Promise<Array<{ t: number; key: ActivityKey; value: number }>> {
+export async function operatorActivity(
+  ch: Ch,
+  q: OperatorWindow & { bucketSec: number },
+): Promise<Array<{ t: number; key: ActivityKey; value: number }>> {
   return chRows(ch, operatorActivitySql(q));
 }

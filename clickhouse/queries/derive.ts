@@ -19,7 +19,8 @@ export interface Mark {
   inserted_at: number;
 }
 
-const marksOf = (rows: Mark[]): Mark[] => rows.map((r) => ({ ...r, min_ts: Number(r.min_ts), max_ts: Number(r.max_ts), inserted_at: Number(r.inserted_at) }));
+const marksOf = (rows: Mark[]): Mark[] =>
+  rows.map((r) => ({ ...r, min_ts: Number(r.min_ts), max_ts: Number(r.max_ts), inserted_at: Number(r.inserted_at) }));
 
 export async function marksSince(ch: Ch, sinceSec: number): Promise<Mark[]> {
   return marksOf(await chRows<Mark>(ch, marksSinceSql(sinceSec)));
@@ -45,7 +46,10 @@ export async function serverNow(ch: Ch): Promise<number> {
 }
 
 export async function progressCursor(ch: Ch, name: string): Promise<number | undefined> {
-  const [row] = await chRows<{ cursor: number }>(ch, chsql`SELECT toUInt32(argMax(cursor, version)) AS cursor, count() AS n FROM derive_progress WHERE name = ${name} HAVING n > 0`);
+  const [row] = await chRows<{ cursor: number }>(
+    ch,
+    chsql`SELECT toUInt32(argMax(cursor, version)) AS cursor, count() AS n FROM derive_progress WHERE name = ${name} HAVING n > 0`,
+  );
   return row ? Number(row.cursor) : undefined;
 }
 
@@ -113,7 +117,15 @@ export function periodVisitsSql(q: VisitScope & { gapMs: number; minDwellMs: num
 }
 
 const visitsOf = (rows: DerivedVisit[]): DerivedVisit[] =>
-  rows.map((r) => ({ zone_id: r.zone_id, device: r.device, start_ms: Number(r.start_ms), end_ms: Number(r.end_ms), closes_ms: Number(r.closes_ms), sightings: Number(r.sightings), randomized_mac: Number(r.randomized_mac) }));
+  rows.map((r) => ({
+    zone_id: r.zone_id,
+    device: r.device,
+    start_ms: Number(r.start_ms),
+    end_ms: Number(r.end_ms),
+    closes_ms: Number(r.closes_ms),
+    sightings: Number(r.sightings),
+    randomized_mac: Number(r.randomized_mac),
+  }));
 
 export async function periodVisits(ch: Ch, q: Parameters<typeof periodVisitsSql>[0]): Promise<DerivedVisit[]> {
   return visitsOf(await chRows<DerivedVisit>(ch, periodVisitsSql(q)));
@@ -158,7 +170,10 @@ export interface FlowEventRow {
 
 const metric = (name: string) => raw(`if(has(metric_names, '${name}'), metric_values[indexOf(metric_names, '${name}')], NULL)`);
 
-export async function periodFlowEvents(ch: Ch, q: { operatorId: string; venueId: string; fromMs: number; toMs: number }): Promise<FlowEventRow[]> {
+export async function periodFlowEvents(
+  ch: Ch,
+  q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
+): Promise<FlowEventRow[]> {
   const rows = await chRows<FlowEventRow>(
     ch,
     chsql`SELECT toUInt64(ts) * 1000 + ts_ms AS at, zone_id, event_type, toString(event_id) AS event_id,
@@ -172,7 +187,10 @@ export async function periodFlowEvents(ch: Ch, q: { operatorId: string; venueId:
 }
 
 /** The live occupancy points stored for a venue in [fromMs, toMs). */
-export async function storedOccupancy(ch: Ch, q: { operatorId: string; venueId: string; fromMs: number; toMs: number }): Promise<Array<{ at: number; value: number }>> {
+export async function storedOccupancy(
+  ch: Ch,
+  q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
+): Promise<Array<{ at: number; value: number }>> {
   const rows = await chRows<{ at: number; value: number }>(
     ch,
     chsql`SELECT toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive

@@ -51,7 +51,10 @@ export function currentOccupancySql(q: { operatorId: string; venueId: string }):
                 GROUP BY zone_id ORDER BY zone_id`;
 }
 
-export async function currentOccupancy(ch: Ch, q: { operatorId: string; venueId: string }): Promise<Array<{ zone_id: string; value: number; at: number }>> {
+export async function currentOccupancy(
+  ch: Ch,
+  q: { operatorId: string; venueId: string },
+): Promise<Array<{ zone_id: string; value: number; at: number }>> {
   const rows = await chRows<{ zone_id: string; value: number; at: number }>(ch, currentOccupancySql(q));
   return rows.map((r) => ({ zone_id: r.zone_id, value: Number(r.value), at: Number(r.at) }));
 }
@@ -149,5 +152,10 @@ export function occupancyHoursSql(q: { operatorId: string; venueId: string; from
 }
 
 export async function occupancyHours(ch: Ch, q: { operatorId: string; venueId: string; fromSec: number; toSec: number }) {
-  return (await chRows<{ t: number; mean: number; last: number; last_at: number }>(ch, occupancyHoursSql(q))).map((r) => ({ t: Number(r.t), mean: Number(r.mean), last: Number(r.last), lastAt: Number(r.last_at) }));
+  return (await chRows<{ t: number; mean: number; last: number; last_at: number }>(ch, occupancyHoursSql(q))).map((r) => ({
+    t: Number(r.t),
+    mean: Number(r.mean),
+    last: Number(r.last),
+    lastAt: Number(r.last_at),
+  }));
 }

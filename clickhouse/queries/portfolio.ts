@@ -21,9 +21,16 @@ export function venueOccupanciesSql(q: { operatorId: string; venueIds: string[] 
                 GROUP BY venue_id`;
 }
 
-export async function venueOccupancies(ch: Ch, q: { operatorId: string; venueIds: string[] }): Promise<Array<{ venue_id: string; value: number; at: number }>> {
+export async function venueOccupancies(
+  ch: Ch,
+  q: { operatorId: string; venueIds: string[] },
+): Promise<Array<{ venue_id: string; value: number; at: number }>> {
   if (q.venueIds.length === 0) return [];
-  return (await chRows<{ venue_id: string; value: number; at: number }>(ch, venueOccupanciesSql(q))).map((r) => ({ venue_id: r.venue_id, value: Number(r.value), at: Number(r.at) }));
+  return (await chRows<{ venue_id: string; value: number; at: number }>(ch, venueOccupanciesSql(q))).map((r) => ({
+    venue_id: r.venue_id,
+    value: Number(r.value),
+    at: Number(r.at),
+  }));
 }
 
 /** Events of each venue with event time in its window (up to now). */
@@ -36,9 +43,14 @@ export function eventsInWindowsSql(q: { operatorId: string; windows: VenueWindow
                 GROUP BY venue_id`;
 }
 
-export async function eventsInWindows(ch: Ch, q: { operatorId: string; windows: VenueWindow[]; toSec: number }): Promise<Map<string, number>> {
+export async function eventsInWindows(
+  ch: Ch,
+  q: { operatorId: string; windows: VenueWindow[]; toSec: number },
+): Promise<Map<string, number>> {
   if (q.windows.length === 0) return new Map();
-  return new Map((await chRows<{ venue_id: string; events: number }>(ch, eventsInWindowsSql(q))).map((r) => [r.venue_id, Number(r.events)]));
+  return new Map(
+    (await chRows<{ venue_id: string; events: number }>(ch, eventsInWindowsSql(q))).map((r) => [r.venue_id, Number(r.events)]),
+  );
 }
 
 /**
@@ -54,7 +66,12 @@ export function dwellInWindowsSql(q: { operatorId: string; windows: VenueWindow[
                 GROUP BY venue`;
 }
 
-export async function dwellInWindows(ch: Ch, q: { operatorId: string; windows: VenueWindow[]; nowMs: number }): Promise<Map<string, number>> {
+export async function dwellInWindows(
+  ch: Ch,
+  q: { operatorId: string; windows: VenueWindow[]; nowMs: number },
+): Promise<Map<string, number>> {
   if (q.windows.length === 0) return new Map();
-  return new Map((await chRows<{ venue_id: string; avg_dwell: number }>(ch, dwellInWindowsSql(q))).map((r) => [r.venue_id, Number(r.avg_dwell)]));
+  return new Map(
+    (await chRows<{ venue_id: string; avg_dwell: number }>(ch, dwellInWindowsSql(q))).map((r) => [r.venue_id, Number(r.avg_dwell)]),
+  );
 }

@@ -3,7 +3,13 @@ import { chExec, chRows, chsql, raw, type Ch, type ChSql } from '../client.js';
 /** Tables partitioned by (retention_days, day or month), and so cleaned by whole partitions. */
 export const RETAINED_TABLES = ['events', 'telemetry_1m', 'telemetry_1h', 'telemetry_1d'] as const;
 /** The processors' output tables and the tables derived from the raw one, partitioned the same way. */
-export const DERIVED_TABLES = ['occupancy_updates', 'connector_health', 'derived_visits', 'derived_occupancy', 'derived_zone_occupancy'] as const;
+export const DERIVED_TABLES = [
+  'occupancy_updates',
+  'connector_health',
+  'derived_visits',
+  'derived_occupancy',
+  'derived_zone_occupancy',
+] as const;
 export type RetainedTable = (typeof RETAINED_TABLES)[number] | (typeof DERIVED_TABLES)[number];
 
 export function activePartitionsSql(): ChSql {

@@ -63,7 +63,9 @@ const ROLLUP_SECONDS = { '1m': 60, '1h': 3600 } as const;
 
 /** A row's bucket start in epoch seconds. Buckets of the rollup's own size are its rows' buckets: grouping by them skips a division per row. */
 function bucketExpr(q: EpochSeriesQuery): ChSql {
-  return q.bucketSec === ROLLUP_SECONDS[q.resolution] ? raw('toUInt32(bucket)') : chsql`toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec})`;
+  return q.bucketSec === ROLLUP_SECONDS[q.resolution]
+    ? raw('toUInt32(bucket)')
+    : chsql`toUInt32(intDiv(toUInt32(bucket), ${q.bucketSec}) * ${q.bucketSec})`;
 }
 
 /**
@@ -85,7 +87,13 @@ function dailyDevicesSelect(q: DaySeriesQuery): ChSql {
 }
 
 /** `occupancy` is not rolled up: it is the derived history's points (migration 0010), newest version per instant. */
-const OCCUPANCY_AGG: Record<Aggregation, string> = { AVG: 'avg(value)', SUM: 'sum(value)', MIN: 'min(value)', MAX: 'max(value)', COUNT: 'count()' };
+const OCCUPANCY_AGG: Record<Aggregation, string> = {
+  AVG: 'avg(value)',
+  SUM: 'sum(value)',
+  MIN: 'min(value)',
+  MAX: 'max(value)',
+  COUNT: 'count()',
+};
 
 function occupancyPoints(q: { operatorId: string; venueId: string; zoneId?: string; fromSec: number; toSec: number }): ChSql {
   const table = raw(q.zoneId === undefined ? 'derived_occupancy' : 'derived_zone_occupancy');
@@ -147,7 +155,11 @@ const READ_SETTINGS = { use_uncompressed_cache: 1 } as const;
 const tsvNumber = (field: string): number | null => (field === 'nan' || field === '\\N' ? null : Number(field));
 
 export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow[]> {
-  return (await chTsvRows(ch, telemetrySeriesSql(q), READ_SETTINGS)).map(([key, t, value]) => ({ key: key!, t: Number(t), value: tsvNumber(value!) }));
+  return (await chTsvRows(ch, telemetrySeriesSql(q), READ_SETTINGS)).map(([key, t, value]) => ({
+    key: key!,
+    t: Number(t),
+    value: tsvNumber(value!),
+  }));
 }
 
 /**

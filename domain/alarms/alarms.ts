@@ -35,13 +35,7 @@ async function ownedAlarm(db: Db, operatorId: string, id: string): Promise<void>
  * transaction; when the UPDATE matches nothing the alarm was already in the target state, and the
  * 409 names the status it is in now.
  */
-async function transition(
-  db: Db,
-  bus: AlarmEventBus,
-  operatorId: string,
-  id: string,
-  kind: 'acknowledged' | 'cleared',
-): Promise<AlarmRow> {
+async function transition(db: Db, bus: AlarmEventBus, operatorId: string, id: string, kind: 'acknowledged' | 'cleared'): Promise<AlarmRow> {
   await ownedAlarm(db, operatorId, id);
   const done = await transaction(db, async (c) => {
     const row = kind === 'acknowledged' ? await acknowledgeRow(c, id) : await clearRow(c, id);

@@ -102,7 +102,8 @@ async function applyInput(db: Db, s: Subject, at: InputPosition | null): Promise
         const same = d.severity === episode!.severity;
         const details = same ? { ...episode!.details, latest: latestOf(d.details) } : { ...d.details, latest: latestOf(d.details) };
         const row = await reviseActiveAlarm(c, episode!.id, d.severity, same ? episode!.message : d.message, details);
-        if (row && row.severity !== episode!.severity) ids.push(await recordAlarmEvent(c, 'severity_changed', 'rule', row, episode!.severity as AlarmSeverity));
+        if (row && row.severity !== episode!.severity)
+          ids.push(await recordAlarmEvent(c, 'severity_changed', 'rule', row, episode!.severity as AlarmSeverity));
         break;
       }
       case 'clear': {
@@ -128,7 +129,8 @@ async function applyInput(db: Db, s: Subject, at: InputPosition | null): Promise
 async function raise(c: Queryable, draft: AlarmDraft, ids: number[]): Promise<string> {
   const { row, inserted, previousSeverity } = await upsertActiveAlarm(c, draft);
   if (inserted) ids.push(await recordAlarmEvent(c, 'created', 'rule', row));
-  else if (previousSeverity !== row.severity) ids.push(await recordAlarmEvent(c, 'severity_changed', 'rule', row, previousSeverity as AlarmSeverity));
+  else if (previousSeverity !== row.severity)
+    ids.push(await recordAlarmEvent(c, 'severity_changed', 'rule', row, previousSeverity as AlarmSeverity));
   return row.id;
 }
 
@@ -140,7 +142,12 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
  * of a deleted venue raises nothing and clears what it had. Venue-wide updates carry no capacity.
  * The thresholds are the venue's own when it set them, else `defaultRule`.
  */
-export async function evaluateOccupancy(db: Db, defaultRule: OccupancyRule, u: OccupancyUpdate, at: InputPosition | null): Promise<number[]> {
+export async function evaluateOccupancy(
+  db: Db,
+  defaultRule: OccupancyRule,
+  u: OccupancyUpdate,
+  at: InputPosition | null,
+): Promise<number[]> {
   if (!u.zoneId) return [];
   const zone = await zoneForRule(db, u.zoneId);
   if (!zone || zone.venue_id !== u.venueId) return [];

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/logger.js';
 import type { Publisher } from '../../lib/kafka.js';
-import { encodeAlarmEvent, type AlarmEvent, type AlarmEventKind, type AlarmSeverity, type AlarmStatus, type AlarmView } from '../../lib/events/alarms.js';
+import {
+  encodeAlarmEvent,
+  type AlarmEvent,
+  type AlarmEventKind,
+  type AlarmSeverity,
+  type AlarmStatus,
+  type AlarmView,
+} from '../../lib/events/alarms.js';
 import { transaction, type Db, type Queryable } from '../../postgres/client.js';
 import { deleteOutbox, insertOutbox, lockOldOutbox, outboxRows, type AlarmRow, type OutboxRow } from '../../postgres/queries/alarms.js';
 

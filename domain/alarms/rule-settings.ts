@@ -34,9 +34,13 @@ export async function setVenueAlarmRules(
   patch: { zone_occupancy: Partial<OccupancySettings> },
 ): Promise<VenueAlarmRules> {
   const current = await getVenueAlarmRules(db, operatorId, venueId);
-  const next = { ...current.zone_occupancy, ...Object.fromEntries(Object.entries(patch.zone_occupancy).filter(([, v]) => v !== undefined)) };
+  const next = {
+    ...current.zone_occupancy,
+    ...Object.fromEntries(Object.entries(patch.zone_occupancy).filter(([, v]) => v !== undefined)),
+  };
   const problems = settingsProblems(next);
-  if (problems.length > 0) throw validation('the occupancy rule must keep warning < major < critical and a hysteresis below warning', problems);
+  if (problems.length > 0)
+    throw validation('the occupancy rule must keep warning < major < critical and a hysteresis below warning', problems);
   const { updated_at } = await upsertVenueAlarmRule(db, venueId, next);
   return { venue_id: venueId, zone_occupancy: next, is_default: false, updated_at: updated_at.toISOString() };
 }

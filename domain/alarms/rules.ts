@@ -67,10 +67,15 @@ export function ruleOf(s: OccupancySettings): OccupancyRule {
 /** What is wrong with a set of settings, field by field (empty: valid). */
 export function settingsProblems(s: OccupancySettings): Array<{ field: string; message: string }> {
   const problems: Array<{ field: string; message: string }> = [];
-  if (s.major_percent <= s.warning_percent) problems.push({ field: 'zone_occupancy.major_percent', message: `must be above warning_percent (${s.warning_percent})` });
-  if (s.critical_percent <= s.major_percent) problems.push({ field: 'zone_occupancy.critical_percent', message: `must be above major_percent (${s.major_percent})` });
+  if (s.major_percent <= s.warning_percent)
+    problems.push({ field: 'zone_occupancy.major_percent', message: `must be above warning_percent (${s.warning_percent})` });
+  if (s.critical_percent <= s.major_percent)
+    problems.push({ field: 'zone_occupancy.critical_percent', message: `must be above major_percent (${s.major_percent})` });
   if (s.hysteresis_points >= s.warning_percent) {
-    problems.push({ field: 'zone_occupancy.hysteresis_points', message: `must be below warning_percent (${s.warning_percent}), or the alarm could never clear` });
+    problems.push({
+      field: 'zone_occupancy.hysteresis_points',
+      message: `must be below warning_percent (${s.warning_percent}), or the alarm could never clear`,
+    });
   }
   return problems;
 }

@@ -34,7 +34,11 @@ const FRESH_S = 2 * 3600;
  * `lastEventAt` is the newest event the sink stored for the integration's venue and type: health
  * rows are written on transitions and hourly, so theirs can be an hour old.
  */
-export async function connectorHealth(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<ConnectorHealthGroups> {
+export async function connectorHealth(
+  deps: { db: Queryable; ch: Ch },
+  operatorId: string,
+  now = Date.now(),
+): Promise<ConnectorHealthGroups> {
   const groups = new Map<string, { type: (typeof CONNECTOR_TYPES)[number]; status: ConnectorHealth; count: number; last: number | null }>();
   for (const { integration: i, status, last } of await integrationStatuses(deps, operatorId, now)) {
     const key = `${i.connector_type}|${status}`;
@@ -43,11 +47,17 @@ export async function connectorHealth(deps: { db: Queryable; ch: Ch }, operatorI
     if (last !== null && (g.last === null || last > g.last)) g.last = last;
     groups.set(key, g);
   }
-  const order = (g: { type: string; status: string }) => CONNECTOR_TYPES.indexOf(g.type as never) * 10 + CONNECTOR_HEALTH.indexOf(g.status as never);
+  const order = (g: { type: string; status: string }) =>
+    CONNECTOR_TYPES.indexOf(g.type as never) * 10 + CONNECTOR_HEALTH.indexOf(g.status as never);
   return {
     connectors: [...groups.values()]
       .sort((a, b) => order(a) - order(b))
-      .map((g) => ({ type: g.type, status: g.status, count: g.count, lastEventAt: g.last === null ? null : new Date(g.last).toISOString() })),
+      .map((g) => ({
+        type: g.type,
+        status: g.status,
+        count: g.count,
+        lastEventAt: g.last === null ? null : new Date(g.last).toISOString(),
+      })),
   };
 }
 
@@ -59,10 +69,18 @@ export interface IntegrationStatus {
 }
 
 /** Each of the operator's active integrations (of active venues) with its health, as the groups count them. */
-export async function integrationStatuses(deps: { db: Queryable; ch: Ch }, operatorId: string, now = Date.now()): Promise<IntegrationStatus[]> {
+export async function integrationStatuses(
+  deps: { db: Queryable; ch: Ch },
+  operatorId: string,
+  now = Date.now(),
+): Promise<IntegrationStatus[]> {
   const integrations = await operatorActiveIntegrations(deps.db, operatorId);
   if (integrations.length === 0) return [];
-  const rows = await latestHealth(deps.ch, { operatorId, integrationIds: integrations.map((i) => i.id), sinceSec: Math.floor(now / 1000) - FRESH_S });
+  const rows = await latestHealth(deps.ch, {
+    operatorId,
+    integrationIds: integrations.map((i) => i.id),
+    sinceSec: Math.floor(now / 1000) - FRESH_S,
+  });
   const byId = new Map(rows.map((r) => [r.integration_id, r]));
   return integrations.map((i) => {
     const r = byId.get(i.id);

@@ -28,12 +28,20 @@ export type DwellHistogram = z.infer<typeof dwellOutput>;
  * last `range` (up to now), by dwell time: first the whole venue
  * (`zone_id` "default"), then each active zone in creation order, every bucket present.
  */
-export async function venueDwell(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof dwellInput>, now = Date.now()): Promise<DwellHistogram> {
+export async function venueDwell(
+  deps: { db: Queryable; ch: Ch },
+  operatorId: string,
+  input: z.input<typeof dwellInput>,
+  now = Date.now(),
+): Promise<DwellHistogram> {
   const { id, range } = parseInput(dwellInput, input, 'query');
   await ownedVenue(deps.db, operatorId, id);
   const toMs = now + 1;
   const fromMs = toMs - DWELL_RANGES[range] * 86_400_000;
-  const [zones, rows] = await Promise.all([activeZones(deps.db, id), dwellHistogram(deps.ch, { operatorId, venueId: id, fromMs, toMs, nowMs: now })]);
+  const [zones, rows] = await Promise.all([
+    activeZones(deps.db, id),
+    dwellHistogram(deps.ch, { operatorId, venueId: id, fromMs, toMs, nowMs: now }),
+  ]);
   const entry = (zoneId: string, key: string, name: string) => ({
     zone_id: zoneId,
     zone_name: name,

@@ -24,7 +24,10 @@ export interface Flow {
  * else an entry adds its `entries` (default 1) and an exit takes its `exits` (default 1). Other
  * events do nothing.
  */
-export function flowOf(type: string, m: { occupancy?: number | null; entries?: number | null; exits?: number | null }): { absolute: boolean; amount: number } | undefined {
+export function flowOf(
+  type: string,
+  m: { occupancy?: number | null; entries?: number | null; exits?: number | null },
+): { absolute: boolean; amount: number } | undefined {
   if (m.occupancy !== undefined && m.occupancy !== null) return { absolute: true, amount: Math.max(0, Math.round(m.occupancy)) };
   if (type === 'entry') return { absolute: false, amount: Math.round(m.entries ?? 1) };
   if (type === 'exit') return { absolute: false, amount: -Math.round(m.exits ?? 1) };

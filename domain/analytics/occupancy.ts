@@ -21,7 +21,9 @@ const figure = {
 export const venueOccupancyOutput = z.object({
   venue_id: z.uuid(),
   ...figure,
-  zones: z.array(z.object({ zone_id: z.uuid(), zone_name: z.string(), zone_type: z.enum(['area', 'entrance', 'exit', 'counter']), ...figure })),
+  zones: z.array(
+    z.object({ zone_id: z.uuid(), zone_name: z.string(), zone_type: z.enum(['area', 'entrance', 'exit', 'counter']), ...figure }),
+  ),
 });
 export type VenueOccupancy = z.infer<typeof venueOccupancyOutput>;
 
@@ -32,7 +34,11 @@ const percentOf = (value: number | null, capacity: number | null) =>
  * The live occupancy of one of the operator's venues and of each active zone, from the occupancy
  * processor's newest updates (docs/processors.md#occupancy). Capacity is the zone's current one.
  */
-export async function venueOccupancy(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.infer<typeof venueOccupancyInput>): Promise<VenueOccupancy> {
+export async function venueOccupancy(
+  deps: { db: Queryable; ch: Ch },
+  operatorId: string,
+  input: z.infer<typeof venueOccupancyInput>,
+): Promise<VenueOccupancy> {
   await ownedVenue(deps.db, operatorId, input.id);
   const [zones, rows] = await Promise.all([activeZones(deps.db, input.id), currentOccupancy(deps.ch, { operatorId, venueId: input.id })]);
   const latest = new Map(rows.map((r) => [r.zone_id, r]));

@@ -47,7 +47,12 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
  * reset); hours before the venue's first figure have none. mean and percentiles are over the
  * samples, rounded to 2 decimals; no samples gives zeros and sampleSize 0.
  */
-export async function predictOccupancy(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof predictionInput>, now = Date.now()): Promise<Prediction> {
+export async function predictOccupancy(
+  deps: { db: Queryable; ch: Ch },
+  operatorId: string,
+  input: z.input<typeof predictionInput>,
+  now = Date.now(),
+): Promise<Prediction> {
   const { id, dayOfWeek, hour } = parseInput(predictionInput, input, 'query');
   const venue = await ownedVenue(deps.db, operatorId, id);
   const samples = await hourlySamples(deps.ch, operatorId, venue, now);
@@ -70,7 +75,12 @@ export type WeekPrediction = z.infer<typeof weekPredictionOutput>;
  * The expected occupancy of every local day of week and hour at once, each cell as
  * `predictOccupancy` answers it (the same samples, one read instead of 168): the dashboard's heat map.
  */
-export async function predictOccupancyWeek(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof weekPredictionInput>, now = Date.now()): Promise<WeekPrediction> {
+export async function predictOccupancyWeek(
+  deps: { db: Queryable; ch: Ch },
+  operatorId: string,
+  input: z.input<typeof weekPredictionInput>,
+  now = Date.now(),
+): Promise<WeekPrediction> {
   const { id } = parseInput(weekPredictionInput, input, 'query');
   const venue = await ownedVenue(deps.db, operatorId, id);
   const samples = await hourlySamples(deps.ch, operatorId, venue, now);
@@ -86,10 +96,17 @@ const slot = (dayOfWeek: number, hour: number) => dayOfWeek * 24 + hour;
  * occupancy history's mean, carried from the last figure when the hour has no point (0 once a
  * daily reset passed since); hours before the venue's first figure have none.
  */
-async function hourlySamples(ch: Ch, operatorId: string, venue: { id: string; timezone: string; occupancy_reset_hour: number }, now: number): Promise<Map<number, number[]>> {
+async function hourlySamples(
+  ch: Ch,
+  operatorId: string,
+  venue: { id: string; timezone: string; occupancy_reset_hour: number },
+  now: number,
+): Promise<Map<number, number[]>> {
   const toSec = Math.floor(now / 1000 / HOUR_S) * HOUR_S;
   const fromSec = toSec - PREDICTION_DAYS * 86_400;
-  const hours = new Map((await occupancyHours(ch, { operatorId, venueId: venue.id, fromSec: fromSec - CARRY_DAYS * 86_400, toSec })).map((h) => [h.t, h]));
+  const hours = new Map(
+    (await occupancyHours(ch, { operatorId, venueId: venue.id, fromSec: fromSec - CARRY_DAYS * 86_400, toSec })).map((h) => [h.t, h]),
+  );
   const periodOf = (sec: number) => periodStart(sec * 1000, venue.occupancy_reset_hour, venue.timezone);
   /** The last figure so far and the period it belongs to. */
   let last: { value: number; period: number } | undefined;

@@ -6,7 +6,16 @@ import { z } from 'zod';
  */
 export const queryInt = (min: number, max: number) =>
   z
-    .union([z.number(), z.string().regex(/^\d{1,6}$/).transform(Number)], {
-      error: (issue) => (issue.input === undefined ? 'is required' : 'must be a whole number written as digits'),
-    })
+    .union(
+      [
+        z.number(),
+        z
+          .string()
+          .regex(/^\d{1,6}$/)
+          .transform(Number),
+      ],
+      {
+        error: (issue) => (issue.input === undefined ? 'is required' : 'must be a whole number written as digits'),
+      },
+    )
     .pipe(z.number().int('must be a whole number').min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));

@@ -19,7 +19,13 @@ export const SEGMENTS = [
 ] as const;
 
 export const scoringOutput = z.object({
-  segments: z.array(z.object({ name: z.enum(['New', 'Returning', 'Regular', 'Loyal']), count: z.number().int().nonnegative(), percentage: z.number().min(0).max(100) })),
+  segments: z.array(
+    z.object({
+      name: z.enum(['New', 'Returning', 'Regular', 'Loyal']),
+      count: z.number().int().nonnegative(),
+      percentage: z.number().min(0).max(100),
+    }),
+  ),
   total: z.number().int().nonnegative(),
   range: z.enum(['7d', '30d', '90d']),
 });
@@ -48,12 +54,22 @@ export function percentages(counts: number[]): number[] {
  * visit day is one of the venue's periods between daily resets, named by the local date it starts
  * on; every qualifying whole-venue visit counts, ended or still going on.
  */
-export async function visitorScoring(deps: { db: Queryable; ch: Ch }, operatorId: string, input: z.input<typeof scoringInput>, now = Date.now()): Promise<Scoring> {
+export async function visitorScoring(
+  deps: { db: Queryable; ch: Ch },
+  operatorId: string,
+  input: z.input<typeof scoringInput>,
+  now = Date.now(),
+): Promise<Scoring> {
   const { id, range } = parseInput(scoringInput, input, 'query');
   const venue = await ownedVenue(deps.db, operatorId, id);
   // Visit days are the venue's periods (from its daily reset hour), named by the local date they start on.
   const today = localDayNumber(periodStart(now, venue.occupancy_reset_hour, venue.timezone), venue.timezone);
-  const rows = await visitDays(deps.ch, { operatorId, venueId: id, fromDay: dayString(today - SCORING_RANGES[range] + 1), toDay: dayString(today) });
+  const rows = await visitDays(deps.ch, {
+    operatorId,
+    venueId: id,
+    fromDay: dayString(today - SCORING_RANGES[range] + 1),
+    toDay: dayString(today),
+  });
   const counts = SEGMENTS.map((s) => rows.filter((r) => r.days >= s.min && r.days <= s.max).reduce((n, r) => n + Number(r.devices), 0));
   const pct = percentages(counts);
   return {

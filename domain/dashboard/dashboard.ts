@@ -36,7 +36,12 @@ export async function dashboardStats(deps: { db: Queryable; ch: Ch }, operatorId
     operatorEventCount(deps.ch, { operatorId, fromSec: toSec - 86_400, toSec }),
     averageDwell(deps.ch, { operatorId, fromMs: now + 1 - 86_400_000, toMs: now + 1, nowMs: now }),
   ]);
-  return { venueCount: counts.venue_count, events24h, activeIntegrations: counts.active_integrations, avgDwellSeconds: Math.round(avgDwell) };
+  return {
+    venueCount: counts.venue_count,
+    events24h,
+    activeIntegrations: counts.active_integrations,
+    avgDwellSeconds: Math.round(avgDwell),
+  };
 }
 
 export interface ActivityBucket {
@@ -47,12 +52,22 @@ export interface ActivityBucket {
 }
 
 /** Events, entries and exits across all the operator's venues per UTC hour or day; empty buckets are zeros. */
-export async function dashboardEvents(ch: Ch, operatorId: string, range: DashboardRange, now = Date.now()): Promise<{ events: ActivityBucket[]; range: DashboardRange }> {
+export async function dashboardEvents(
+  ch: Ch,
+  operatorId: string,
+  range: DashboardRange,
+  now = Date.now(),
+): Promise<{ events: ActivityBucket[]; range: DashboardRange }> {
   const { buckets, bucketMs } = DASHBOARD_RANGES[range];
   const to = Math.floor(now / bucketMs) * bucketMs + bucketMs;
   const from = to - buckets * bucketMs;
   const rows = await operatorActivity(ch, { operatorId, fromSec: from / 1000, toSec: to / 1000, bucketSec: bucketMs / 1000 });
-  const events: ActivityBucket[] = Array.from({ length: buckets }, (_, i) => ({ ts: from + i * bucketMs, events: 0, entries: 0, exits: 0 }));
+  const events: ActivityBucket[] = Array.from({ length: buckets }, (_, i) => ({
+    ts: from + i * bucketMs,
+    events: 0,
+    entries: 0,
+    exits: 0,
+  }));
   for (const r of rows) {
     const bucket = events[(r.t * 1000 - from) / bucketMs];
     if (bucket) bucket[r.key] = r.value;

@@ -56,7 +56,12 @@ const SEVERITY_RANK: Record<string, number> = { CRITICAL: 4, MAJOR: 3, MINOR: 2,
 function attention(a: PortfolioVenue, b: PortfolioVenue): number {
   const worst = (v: PortfolioVenue) => Math.max(0, ...ALARM_SEVERITIES.filter((s) => v.alarms[s] > 0).map((s) => SEVERITY_RANK[s]!));
   const broken = (v: PortfolioVenue) => v.connectors.offline * 2 + v.connectors.degraded;
-  return worst(b) - worst(a) || broken(b) - broken(a) || (b.occupancy.percent ?? -1) - (a.occupancy.percent ?? -1) || a.name.localeCompare(b.name);
+  return (
+    worst(b) - worst(a) ||
+    broken(b) - broken(a) ||
+    (b.occupancy.percent ?? -1) - (a.occupancy.percent ?? -1) ||
+    a.name.localeCompare(b.name)
+  );
 }
 
 /**

@@ -81,7 +81,8 @@ function unknownKeys(raw: object): string | undefined {
   const found: string[] = [];
   for (const key in raw) if (!EVENT_KEYS.has(key)) found.push(key);
   if (found.length === 0) return undefined;
-  const quote = (k: string) => `'${k.slice(0, 64).replace(/[^\x20-\x26\x28-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}'`;
+  const quote = (k: string) =>
+    `'${k.slice(0, 64).replace(/[^\x20-\x26\x28-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}'`;
   const listed = found.slice(0, 5).map(quote).join(', ') + (found.length > 5 ? ` and ${found.length - 5} more` : '');
   return `unknown field${found.length > 1 ? 's' : ''} ${listed}: an event holds only type, timestamp, payload and event_id (connector fields go in payload)`;
 }
@@ -120,7 +121,15 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
   }
 
   const source = batch.source ? { source: { ...batch.source, ok: true } } : {};
-  const reportOf = (accepted: number, rejected: number): IngestReport => ({ operatorId: operator.id, venueId, connectorType, accepted, rejected, ts: now.getTime(), ...source });
+  const reportOf = (accepted: number, rejected: number): IngestReport => ({
+    operatorId: operator.id,
+    venueId,
+    connectorType,
+    accepted,
+    rejected,
+    ts: now.getTime(),
+    ...source,
+  });
   const publishing = performance.now();
   if (valid.length > 0) {
     const ctx = {
@@ -134,7 +143,9 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
     // The request's events in runs of about 32 KB (lib/events/wire.ts), all to the venue's partition, in order, in one acknowledged send.
     const messages: Message[] = encodeEventMessages(valid.map((v) => toCanonical(v, ctx))).map((m) => ({ key: venueId, ...m }));
     // The request's report for connector health travels in the same acknowledged send.
-    const report = deps.reportsTopic ? [{ topic: deps.reportsTopic, messages: [reportMessage(reportOf(valid.length, errors.length))] }] : [];
+    const report = deps.reportsTopic
+      ? [{ topic: deps.reportsTopic, messages: [reportMessage(reportOf(valid.length, errors.length))] }]
+      : [];
     try {
       await deps.publisher.publish([{ topic: deps.topic, messages }, ...report]);
     } catch (err) {
@@ -151,7 +162,8 @@ async function ingestOnce(deps: IngestDeps, batch: IngestBatch, now: Date): Prom
     await deps.throughput.record(valid.length);
   }
   // A vendor link's delivery reports even when it held nothing: it shows the link works.
-  else if (deps.reportsTopic && (errors.length > 0 || batch.source)) await publishReport(deps, deps.reportsTopic, reportOf(0, errors.length));
+  else if (deps.reportsTopic && (errors.length > 0 || batch.source))
+    await publishReport(deps, deps.reportsTopic, reportOf(0, errors.length));
   deps.log.debug(
     { accepted: valid.length, rejected: errors.length, checkMs: round(checkMs), publishMs: round(performance.now() - publishing) },
     'ingest batch',
@@ -181,7 +193,8 @@ export function checkEvents(
     const { type, timestamp, payload = {}, event_id: ownId } = raw as Record<string, unknown>;
     const unknown = unknownKeys(raw);
     if (unknown) problems.push(unknown);
-    if (ownId !== undefined && (typeof ownId !== 'string' || !EVENT_ID.test(ownId))) problems.push('event_id must be 1 to 128 printable ASCII characters');
+    if (ownId !== undefined && (typeof ownId !== 'string' || !EVENT_ID.test(ownId)))
+      problems.push('event_id must be 1 to 128 printable ASCII characters');
     const eventSpec = typeof type === 'string' && Object.hasOwn(spec, type) ? spec[type as EventType] : undefined;
     if (!eventSpec) {
       problems.push(
@@ -227,10 +240,18 @@ export async function publishReport(deps: Pick<IngestDeps, 'publisher' | 'log'>,
  * A heartbeat naming an integration counts for that integration's health: it must be an active
  * integration of this venue and of this connector type (issue 15: never another operator's).
  */
-async function checkHeartbeatIntegrations(db: Db, venueId: string, connectorType: ConnectorType, valid: Valid[], errors: IngestError[]): Promise<Valid[]> {
+async function checkHeartbeatIntegrations(
+  db: Db,
+  venueId: string,
+  connectorType: ConnectorType,
+  valid: Valid[],
+  errors: IngestError[],
+): Promise<Valid[]> {
   const named = (v: Valid) => (v.type === 'heartbeat' ? v.event.payload.integration_id : undefined);
   if (!valid.some((v) => typeof named(v) === 'string')) return valid;
-  const mine = new Set((await liveIntegrationSummaries(db, venueId)).filter((i) => i.is_active && i.connector_type === connectorType).map((i) => i.id));
+  const mine = new Set(
+    (await liveIntegrationSummaries(db, venueId)).filter((i) => i.is_active && i.connector_type === connectorType).map((i) => i.id),
+  );
   return valid.filter((v) => {
     const id = named(v);
     if (typeof id !== 'string' || mine.has(id)) return true;
@@ -250,7 +271,11 @@ async function resolveZones(db: Db, venueId: string, valid: Valid[], errors: Ing
     if (!ref) return true;
     const zoneId = 'id' in ref ? (ids.has(ref.id) ? ref.id : undefined) : bySlug.get(ref.slug);
     if (zoneId) v.zoneId = zoneId;
-    else errors.push({ index: v.index, reason: `payload.${'id' in ref ? `zone_id '${ref.id}'` : `zone '${ref.slug}'`} is not an active zone of this venue` });
+    else
+      errors.push({
+        index: v.index,
+        reason: `payload.${'id' in ref ? `zone_id '${ref.id}'` : `zone '${ref.slug}'`} is not an active zone of this venue`,
+      });
     return zoneId !== undefined;
   });
 }
@@ -294,7 +319,8 @@ export function toCanonical(
  */
 function eventIdOf(v: Valid, ctx: { key: KeyObject; venueId: string; connectorType: ConnectorType; idempotencyKey?: string }): string {
   if (v.eventId !== undefined) return derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:${v.eventId}`);
-  if (ctx.idempotencyKey !== undefined) return derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:idempotency:${ctx.idempotencyKey}:${v.index}`);
+  if (ctx.idempotencyKey !== undefined)
+    return derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:idempotency:${ctx.idempotencyKey}:${v.index}`);
   return randomUUID();
 }
 

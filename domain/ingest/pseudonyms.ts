@@ -6,7 +6,10 @@ import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
  */
 export function canonicalMac(input: string): string | undefined {
   if (CANONICAL_MAC.test(input)) return input; // the usual spelling: nothing to do
-  const hex = input.trim().replace(/[:.\-\s]/g, '').toLowerCase();
+  const hex = input
+    .trim()
+    .replace(/[:.\-\s]/g, '')
+    .toLowerCase();
   if (!/^[0-9a-f]{12}$/.test(hex)) return undefined;
   return `${hex.slice(0, 2)}:${hex.slice(2, 4)}:${hex.slice(4, 6)}:${hex.slice(6, 8)}:${hex.slice(8, 10)}:${hex.slice(10)}`;
 }

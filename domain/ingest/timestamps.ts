@@ -49,7 +49,8 @@ export function checkTimestamp(
   now: number,
   retention: { days: number; plan: string },
 ): { ts: number } | { reason: string } {
-  if (value === undefined || value === null) return { reason: `timestamp is required: an ISO 8601 date-time with a time zone (${TIMESTAMP_HINT})` };
+  if (value === undefined || value === null)
+    return { reason: `timestamp is required: an ISO 8601 date-time with a time zone (${TIMESTAMP_HINT})` };
   if (typeof value !== 'string') {
     const what = typeof value === 'number' ? 'an epoch number' : `a ${Array.isArray(value) ? 'array' : typeof value}`;
     return { reason: `timestamp must be ISO 8601 (${TIMESTAMP_HINT}), not ${what}` };

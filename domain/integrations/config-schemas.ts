@@ -37,7 +37,10 @@ const merakiConfig = z.strictObject({
   org_id: identifier,
   webhook_secret: secret.optional(),
   /** The network's validator string, answered to Meraki's GET before it starts posting (docs/connectors/meraki.md). */
-  validator: z.string().regex(/^[A-Za-z0-9]{1,128}$/, "the validator shown in Meraki's Location and Scanning page (letters and digits)").optional(),
+  validator: z
+    .string()
+    .regex(/^[A-Za-z0-9]{1,128}$/, "the validator shown in Meraki's Location and Scanning page (letters and digits)")
+    .optional(),
 });
 
 const unifiConfig = z.strictObject({
@@ -113,7 +116,10 @@ const verkadaConfig = z.strictObject({
   webhook_secret: secret.optional(),
   region: z.enum(['us', 'eu', 'au']).default('us'),
   /** Cameras whose people-count lines are polled (Verkada pushes no counts); none: no polling. */
-  camera_ids: z.array(z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'a Verkada camera id')).max(200).optional(),
+  camera_ids: z
+    .array(z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'a Verkada camera id'))
+    .max(200)
+    .optional(),
 });
 
 type KeysOf<T> = T extends unknown ? keyof T & string : never;

@@ -93,7 +93,11 @@ function storeConfig(
     } else {
       const kept = Object.hasOwn(stored, field) ? stored[field] : undefined;
       if (kept) secrets[field] = withCurrentKey(keyring, integrationId, field, kept);
-      else problems.push({ field: `config.${field}`, message: `${REDACTED_MARKER} keeps a stored secret, but none is stored; send the value` });
+      else
+        problems.push({
+          field: `config.${field}`,
+          message: `${REDACTED_MARKER} keeps a stored secret, but none is stored; send the value`,
+        });
     }
   }
   if (problems.length > 0) throw validation(`invalid body: check ${problems.map((p) => p.field).join(', ')}`, problems);
@@ -152,7 +156,10 @@ export async function updateIntegration(
     if (!row) throw notFound('integration');
     if (input.connector_type !== undefined && input.connector_type !== row.connector_type) {
       throw validation('connector_type cannot be changed', [
-        { field: 'connector_type', message: `this integration is ${row.connector_type}; delete it and create a new integration to change type` },
+        {
+          field: 'connector_type',
+          message: `this integration is ${row.connector_type}; delete it and create a new integration to change type`,
+        },
       ]);
     }
     let stored = { config: row.config, secrets: row.secrets };
@@ -191,7 +198,9 @@ export async function resealIntegrationSecrets(db: Db, keyring: Keyring, batchSi
       await transaction(db, async (tx) => {
         const secrets = await lockIntegrationSecrets(tx, id);
         if (!secrets) return;
-        const resealed = Object.fromEntries(Object.entries(secrets).map(([field, env]) => [field, withCurrentKey(keyring, id, field, env)]));
+        const resealed = Object.fromEntries(
+          Object.entries(secrets).map(([field, env]) => [field, withCurrentKey(keyring, id, field, env)]),
+        );
         await replaceIntegrationSecrets(tx, id, resealed);
       });
       count++;

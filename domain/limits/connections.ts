@@ -61,7 +61,10 @@ export class ConnectionLeases {
   /** Every lease this process holds: lease id → operator. */
   private readonly held = new Map<string, string>();
 
-  constructor(private readonly redis: Redis, opts: ConnectionLeasesOptions) {
+  constructor(
+    private readonly redis: Redis,
+    opts: ConnectionLeasesOptions,
+  ) {
     this.limit = opts.limit ?? WS_CONNECTIONS_PER_OPERATOR;
     this.ttlMs = opts.ttlMs;
     this.log = opts.log;

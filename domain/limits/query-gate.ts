@@ -75,7 +75,10 @@ export class QueryGate {
           reject(err);
         },
       };
-      const timer = setTimeout(() => this.withdraw(waiter, this.refusal(this.atOwnCap(operatorId, w) ? 'timeout' : 'busy')), this.limits.maxWaitMs);
+      const timer = setTimeout(
+        () => this.withdraw(waiter, this.refusal(this.atOwnCap(operatorId, w) ? 'timeout' : 'busy')),
+        this.limits.maxWaitMs,
+      );
       // Nobody reads this answer: the client is gone; withdrawing frees its place in line.
       const onAbort = () => this.withdraw(waiter, new AppError(503, 'SERVICE_UNAVAILABLE', 'request abandoned while waiting for its turn'));
       const done = () => {
@@ -114,7 +117,7 @@ export class QueryGate {
 
   /** Gives free slots to waiting operators in turn; an operator at its own cap keeps its place. */
   private admitNext(): void {
-    for (let passed = 0; passed < this.turns.length && this.runningTotal < this.limits.total; ) {
+    for (let passed = 0; passed < this.turns.length && this.runningTotal < this.limits.total;) {
       const operatorId = this.turns.shift()!;
       const line = this.waiting.get(operatorId)!;
       if (!this.mayRun(operatorId, line[0]!.weight)) {
@@ -147,7 +150,13 @@ export class QueryGate {
     const { perOperator, maxWaiting, maxWaitMs } = this.limits;
     const retry = { 'Retry-After': String(RETRY_AFTER_SECONDS) };
     if (why === 'busy') {
-      return new AppError(503, 'SERVICE_UNAVAILABLE', `the service is busy with expensive queries and this one waited over ${maxWaitMs / 1000} s for its turn; retry in ${RETRY_AFTER_SECONDS} s`, { retryAfter: RETRY_AFTER_SECONDS }, retry);
+      return new AppError(
+        503,
+        'SERVICE_UNAVAILABLE',
+        `the service is busy with expensive queries and this one waited over ${maxWaitMs / 1000} s for its turn; retry in ${RETRY_AFTER_SECONDS} s`,
+        { retryAfter: RETRY_AFTER_SECONDS },
+        retry,
+      );
     }
     const message =
       why === 'waiting'

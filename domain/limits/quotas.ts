@@ -111,7 +111,13 @@ export async function usageReport(db: Db, operator: Operator, now = new Date()):
   const usage = await usageFor(db, operator.id, period.start);
   const report = (used: number, quota: number, stop: OverQuota): CounterReport => {
     if (!Number.isFinite(quota)) return { used, quota: null, remaining: null, overage: 0, overQuota: 'unlimited' };
-    return { used, quota, remaining: Math.max(0, quota - used), overage: Math.max(0, used - quota), overQuota: hardStop(operator.plan) ? stop : 'billed' };
+    return {
+      used,
+      quota,
+      remaining: Math.max(0, quota - used),
+      overage: Math.max(0, used - quota),
+      overQuota: hardStop(operator.plan) ? stop : 'billed',
+    };
   };
   return {
     plan: operator.plan,

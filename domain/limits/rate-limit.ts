@@ -43,7 +43,10 @@ export class RateLimiter {
   private closed = new Map<string, number>();
   private closedWindow = -1;
 
-  constructor(private readonly redis: Redis, opts: RateLimiterOptions = {}) {
+  constructor(
+    private readonly redis: Redis,
+    opts: RateLimiterOptions = {},
+  ) {
     this.limits = { ...RATE_LIMITS, unauthenticated: DEFAULT_UNAUTHENTICATED_LIMIT, ...opts.limits };
     this.now = opts.now ?? Date.now;
   }
@@ -105,7 +108,13 @@ export class RateLimiter {
   private async incrShared(key: string, by: number): Promise<number | undefined> {
     // ioredis has no offline queue here: while disconnected, skip the round trip altogether.
     if (this.redis.status !== 'ready') return undefined;
-    const result = await redisAnswer(this.redis.multi().incrby(key, by).pexpire(key, 2 * RATE_WINDOW_MS).exec());
+    const result = await redisAnswer(
+      this.redis
+        .multi()
+        .incrby(key, by)
+        .pexpire(key, 2 * RATE_WINDOW_MS)
+        .exec(),
+    );
     const [err, value] = result?.[0] ?? [];
     return err || typeof value !== 'number' ? undefined : value;
   }

@@ -59,10 +59,12 @@ export async function getHealth(s: Engines, throughput: Throughput): Promise<Hea
       if (!r.success) throw r.error;
     }),
   ]);
-  const counts = db.connected ? await platformCounts(s.db).catch((err: unknown) => {
+  const counts = db.connected
+    ? await platformCounts(s.db).catch((err: unknown) => {
         s.log.warn({ err }, 'health: platform counts unavailable; reporting zeros');
         return undefined;
-      }) : undefined;
+      })
+    : undefined;
   const allUp = db.connected && redis.connected && kafka.connected && clickhouse.connected;
   return {
     status: !db.connected ? 'unhealthy' : allUp ? 'healthy' : 'degraded',

@@ -12,7 +12,10 @@ const keyFor = (minute: number) => `stats:accepted:${minute}`;
 export class Throughput {
   private readonly local = new Map<number, number>();
 
-  constructor(private readonly redis: Redis, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly redis: Redis,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   async record(count: number): Promise<void> {
     if (count <= 0) return;

@@ -49,10 +49,7 @@ export async function getTelemetry(
     const sequential = isLargeRead(req.keys.length * plan.count);
     return new JsonStream(await telemetryDocument(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg }, { sequential }));
   }
-  const rows =
-    plan.count === 0
-      ? []
-      : await telemetrySeries(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg });
+  const rows = plan.count === 0 ? [] : await telemetrySeries(deps.ch, { ...plan, operatorId, venueId, keys: req.keys, agg: req.agg });
   const byKey = new Map<string, Map<number, number | null>>(req.keys.map((k) => [k, new Map()]));
   for (const r of rows) byKey.get(r.key)?.set(r.t, r.value);
   const out: Record<string, Point[]> = {};
@@ -81,14 +78,21 @@ async function checkZoneSeries(db: Queryable, venueId: string, zoneId: string, k
   const others = keys.filter((k) => k !== 'occupancy');
   if (others.length > 0) {
     throw validation('zoneId takes the occupancy key alone', [
-      { field: 'keys', message: `with zoneId only occupancy has a per-zone history; ask for ${others.join(', ')} without zoneId (whole venue)` },
+      {
+        field: 'keys',
+        message: `with zoneId only occupancy has a per-zone history; ask for ${others.join(', ')} without zoneId (whole venue)`,
+      },
     ]);
   }
   const zone = await activeZone(db, venueId, zoneId);
-  if (!zone) throw validation('zoneId is not an active zone of this venue', [{ field: 'zoneId', message: 'not an active zone of this venue' }]);
+  if (!zone)
+    throw validation('zoneId is not an active zone of this venue', [{ field: 'zoneId', message: 'not an active zone of this venue' }]);
   if (zone.type !== 'area' && zone.type !== 'counter') {
     throw validation(`zone "${zone.name}" is a door (${zone.type}): its people count for the venue`, [
-      { field: 'zoneId', message: `a ${zone.type} zone has no occupancy of its own; leave zoneId out for the venue's, or name an area or counter zone` },
+      {
+        field: 'zoneId',
+        message: `a ${zone.type} zone has no occupancy of its own; leave zoneId out for the venue's, or name an area or counter zone`,
+      },
     ]);
   }
 }

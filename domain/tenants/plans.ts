@@ -16,5 +16,12 @@ export const PLAN_LIMITS: Record<Plan, PlanLimits> = {
   free: { label: 'Free', ingestEvents: 10_000, apiCalls: 500, mcpQueries: 100, maxVenues: 1, retentionDays: 7 },
   starter: { label: 'Team', ingestEvents: 100_000, apiCalls: 10_000, mcpQueries: 1_000, maxVenues: 5, retentionDays: 90 },
   pro: { label: 'Business', ingestEvents: 1_000_000, apiCalls: 100_000, mcpQueries: 10_000, maxVenues: Infinity, retentionDays: 365 },
-  enterprise: { label: 'Enterprise', ingestEvents: Infinity, apiCalls: Infinity, mcpQueries: Infinity, maxVenues: Infinity, retentionDays: 5 * 365 },
+  enterprise: {
+    label: 'Enterprise',
+    ingestEvents: Infinity,
+    apiCalls: Infinity,
+    mcpQueries: Infinity,
+    maxVenues: Infinity,
+    retentionDays: 5 * 365,
+  },
 };

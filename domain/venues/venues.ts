@@ -55,10 +55,7 @@ export type VenueDetail = VenueRow & {
 };
 
 export async function listVenues(db: Db, operatorId: string, page: Page): Promise<VenuePage> {
-  const [data, total] = await Promise.all([
-    activeVenuePage(db, operatorId, page.limit, page.offset),
-    countActiveVenues(db, operatorId),
-  ]);
+  const [data, total] = await Promise.all([activeVenuePage(db, operatorId, page.limit, page.offset), countActiveVenues(db, operatorId)]);
   return { data, total, limit: page.limit, offset: page.offset };
 }
 
@@ -83,7 +80,10 @@ export async function createVenue(db: Db, operatorId: string, input: NewVenue): 
 
 function planVenueLimit(plan: Plan, max: number, active: number): AppError {
   const { label } = PLAN_LIMITS[plan];
-  const upgrade = plan === 'free' ? 'the Team plan (plan "starter", 5 venues) or Business (plan "pro", unlimited)' : 'the Business plan (plan "pro", unlimited venues)';
+  const upgrade =
+    plan === 'free'
+      ? 'the Team plan (plan "starter", 5 venues) or Business (plan "pro", unlimited)'
+      : 'the Business plan (plan "pro", unlimited venues)';
   return new AppError(
     403,
     'PLAN_LIMIT_REACHED',

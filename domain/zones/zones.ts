@@ -58,13 +58,7 @@ export async function getZone(db: Db, operatorId: string, venueId: string, zoneI
   return ownedZone(db, operatorId, venueId, zoneId);
 }
 
-export async function updateZone(
-  db: Db,
-  operatorId: string,
-  venueId: string,
-  zoneId: string,
-  patch: Partial<NewZone>,
-): Promise<ZoneRow> {
+export async function updateZone(db: Db, operatorId: string, venueId: string, zoneId: string, patch: Partial<NewZone>): Promise<ZoneRow> {
   await ownedZone(db, operatorId, venueId, zoneId);
   const updated = await slugChecked(patch.slug, () => updateZoneFields(db, venueId, zoneId, patch));
   if (!updated) throw notFound('zone');

@@ -21,7 +21,10 @@ export const canonicalEventSchema = z.object({
   /** When ingest accepted it, epoch milliseconds. */
   receivedAt: epochMs,
   /** Keyed HMAC pseudonym (32 hex digits) of the device's MAC, when the event names a device; never the MAC. */
-  device: z.string().regex(/^[0-9a-f]{32}$/, 'must be a device pseudonym (32 hex digits)').nullable(),
+  device: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/, 'must be a device pseudonym (32 hex digits)')
+    .nullable(),
   /** True when the MAC had the locally-administered bit set (randomized MAC). */
   randomizedMac: z.boolean(),
   metrics: z.partialRecord(z.enum(METRIC_NAMES), z.number()),
@@ -55,13 +58,23 @@ const uuidError = (e: Record<string, unknown>, f: string): string | undefined =>
 const idsError = (e: Record<string, unknown>) => uuidError(e, 'operatorId') ?? uuidError(e, 'venueId');
 const connectorError = (e: Record<string, unknown>) =>
   typeof e.connectorType === 'string' && CONNECTOR_SET.has(e.connectorType) ? undefined : 'connectorType: must be a connector type';
-const receivedAtError = (e: Record<string, unknown>) => (isEpochMs(e.receivedAt) ? undefined : 'receivedAt: must be epoch milliseconds before 2100');
+const receivedAtError = (e: Record<string, unknown>) =>
+  isEpochMs(e.receivedAt) ? undefined : 'receivedAt: must be epoch milliseconds before 2100';
 
 /** An envelope's shared fields checked as `checkCanonicalEvent` checks them on an event. */
-export function checkEnvelope(e: Record<string, unknown>): { envelope: EventEnvelope; error?: undefined } | { envelope?: undefined; error: string } {
+export function checkEnvelope(
+  e: Record<string, unknown>,
+): { envelope: EventEnvelope; error?: undefined } | { envelope?: undefined; error: string } {
   const error = idsError(e) ?? connectorError(e) ?? receivedAtError(e);
   if (error !== undefined) return { error };
-  return { envelope: { operatorId: e.operatorId as string, venueId: e.venueId as string, connectorType: e.connectorType as ConnectorType, receivedAt: e.receivedAt as number } };
+  return {
+    envelope: {
+      operatorId: e.operatorId as string,
+      venueId: e.venueId as string,
+      connectorType: e.connectorType as ConnectorType,
+      receivedAt: e.receivedAt as number,
+    },
+  };
 }
 
 /**
@@ -81,7 +94,8 @@ export function checkCanonicalEvent(raw: unknown, envelope?: EventEnvelope): Che
   if (typeof e.type !== 'string' || !EVENT_TYPE_SET.has(e.type)) return { error: 'type: must be an event type' };
   if (!isEpochMs(e.ts)) return { error: 'ts: must be epoch milliseconds before 2100' };
   if (!envelope && (error = receivedAtError(e)) !== undefined) return { error };
-  if (e.device !== null && (typeof e.device !== 'string' || !DEVICE.test(e.device))) return { error: 'device: must be a device pseudonym (32 hex digits)' };
+  if (e.device !== null && (typeof e.device !== 'string' || !DEVICE.test(e.device)))
+    return { error: 'device: must be a device pseudonym (32 hex digits)' };
   if (typeof e.randomizedMac !== 'boolean') return { error: 'randomizedMac: must be a boolean' };
   if (!isRecord(e.metrics)) return { error: 'metrics: must be an object' };
   for (const k of Object.keys(e.metrics)) {

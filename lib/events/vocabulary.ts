@@ -9,16 +9,7 @@ import { z } from 'zod';
 export const CONNECTOR_TYPES = ['meraki', 'aruba', 'unifi', 'mywifi', 'square', 'density', 'verkada'] as const;
 export type ConnectorType = (typeof CONNECTOR_TYPES)[number];
 
-export const EVENT_TYPES = [
-  'device_seen',
-  'device_left',
-  'entry',
-  'exit',
-  'occupancy',
-  'environment',
-  'heartbeat',
-  'transaction',
-] as const;
+export const EVENT_TYPES = ['device_seen', 'device_left', 'entry', 'exit', 'occupancy', 'environment', 'heartbeat', 'transaction'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Telemetry keys a client may query or subscribe to (spec: Telemetry keys). */

@@ -38,7 +38,16 @@ const sameEnvelope = (a: CanonicalEvent, b: CanonicalEvent) =>
 /** A run of events sharing one envelope, as a message value. */
 function envelopeJson(run: CanonicalEvent[]): Buffer {
   const { operatorId, venueId, connectorType, receivedAt } = run[0]!;
-  const events = run.map(({ id, zoneId, type, ts, device, randomizedMac, metrics, payload }) => ({ id, zoneId, type, ts, device, randomizedMac, metrics, payload }));
+  const events = run.map(({ id, zoneId, type, ts, device, randomizedMac, metrics, payload }) => ({
+    id,
+    zoneId,
+    type,
+    ts,
+    device,
+    randomizedMac,
+    metrics,
+    payload,
+  }));
   return Buffer.from(JSON.stringify({ operatorId, venueId, connectorType, receivedAt, events }));
 }
 
@@ -46,7 +55,7 @@ function envelopeJson(run: CanonicalEvent[]): Buffer {
 export function encodeEventMessages(events: CanonicalEvent[]): EventMessage[] {
   const out: EventMessage[] = [];
   let run = FIRST_RUN_EVENTS;
-  for (let i = 0; i < events.length; ) {
+  for (let i = 0; i < events.length;) {
     let end = i + 1;
     while (end < events.length && end - i < run && sameEnvelope(events[i]!, events[end]!)) end++;
     const chunk = events.slice(i, end);

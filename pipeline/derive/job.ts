@@ -1,6 +1,14 @@
 import type pg from 'pg';
 import type { Ch } from '../../clickhouse/client.js';
-import { allEventsAsMarks, dropOldMarks, marksSince, progressCursor, saveProgress, serverNow, type Mark } from '../../clickhouse/queries/derive.js';
+import {
+  allEventsAsMarks,
+  dropOldMarks,
+  marksSince,
+  progressCursor,
+  saveProgress,
+  serverNow,
+  type Mark,
+} from '../../clickhouse/queries/derive.js';
 import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
 import type { Logger } from '../../lib/logger.js';
 import { every } from '../../lib/timers.js';
@@ -102,7 +110,10 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   const contexts = async (marks: Mark[]): Promise<Map<string, VenueDeriveContext>> => {
     const out = new Map<string, VenueDeriveContext>();
     if (marks.length === 0) return out;
-    for (const v of await venueProcessorContexts(opts.db, marks.map((m) => m.venue_id))) {
+    for (const v of await venueProcessorContexts(
+      opts.db,
+      marks.map((m) => m.venue_id),
+    )) {
       if (!v.is_active) continue;
       out.set(v.id, {
         operatorId: v.operator_id,
@@ -122,7 +133,9 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     const started = Date.now();
     const cursor = await progressCursor(opts.ch, name);
     const now = await serverNow(opts.ch);
-    const fresh = (cursor === undefined ? await allEventsAsMarks(opts.ch) : await marksSince(opts.ch, cursor - MARK_OVERLAP_S)).filter((m) => !seen.has(m.mark_id));
+    const fresh = (cursor === undefined ? await allEventsAsMarks(opts.ch) : await marksSince(opts.ch, cursor - MARK_OVERLAP_S)).filter(
+      (m) => !seen.has(m.mark_id),
+    );
     const marks = byVenue(fresh);
     const venues = await contexts(marks);
     let periods = 0;

@@ -51,7 +51,8 @@ function changes<T>(computed: T[], stored: T[], key: (t: T) => string, same: (a:
 }
 
 const visitKey = (v: DerivedVisit) => `${v.zone_id}|${v.device}|${v.start_ms}`;
-const sameVisit = (a: DerivedVisit, b: DerivedVisit) => a.end_ms === b.end_ms && a.closes_ms === b.closes_ms && a.sightings === b.sightings && a.randomized_mac === b.randomized_mac;
+const sameVisit = (a: DerivedVisit, b: DerivedVisit) =>
+  a.end_ms === b.end_ms && a.closes_ms === b.closes_ms && a.sightings === b.sightings && a.randomized_mac === b.randomized_mac;
 
 /**
  * A period's visits from the raw sightings, written where they differ from what is stored. Only
@@ -59,7 +60,14 @@ const sameVisit = (a: DerivedVisit, b: DerivedVisit) => a.end_ms === b.end_ms &&
  * depend on its own sightings alone, and the others' did not change.
  */
 export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom: number, seenTo: number): Promise<number> {
-  const scope = { operatorId: v.operatorId, venueId: v.venueId, fromMs: p.start, toMs: p.end, seenFromMs: Math.max(seenFrom, p.start), seenToMs: Math.min(seenTo, p.end - 1) };
+  const scope = {
+    operatorId: v.operatorId,
+    venueId: v.venueId,
+    fromMs: p.start,
+    toMs: p.end,
+    seenFromMs: Math.max(seenFrom, p.start),
+    seenToMs: Math.min(seenTo, p.end - 1),
+  };
   const [computed, stored] = await Promise.all([
     periodVisits(ch, { ...scope, gapMs: VISIT_GAP_MS, minDwellMs: MIN_DWELL_MS, minSightings: MIN_SIGHTINGS }),
     storedVisits(ch, { ...scope, day: p.day }),
@@ -67,7 +75,15 @@ export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, 
   const { upserts, removed } = changes(computed, stored, visitKey, sameVisit);
   if (upserts.length + removed.length === 0) return 0;
   const version = nextVersion();
-  const row = (x: DerivedVisit, live: number) => ({ operator_id: v.operatorId, venue_id: v.venueId, day: p.day, ...x, retention_days: v.retentionDays, live, version });
+  const row = (x: DerivedVisit, live: number) => ({
+    operator_id: v.operatorId,
+    venue_id: v.venueId,
+    day: p.day,
+    ...x,
+    retention_days: v.retentionDays,
+    live,
+    version,
+  });
   await insertDerivedVisits(ch, [...upserts.map((x) => row(x, 1)), ...removed.map((x) => row(x, 0))]);
   return upserts.length + removed.length;
 }
@@ -111,9 +127,18 @@ export function zoneFlowOf(e: FlowEventRow, zones: Map<string, string>): Flow | 
  */
 export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period): Promise<number> {
   const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs: p.start, toMs: p.end };
-  const [events, stored, storedZones] = await Promise.all([periodFlowEvents(ch, range), storedOccupancy(ch, range), storedZoneOccupancy(ch, range)]);
+  const [events, stored, storedZones] = await Promise.all([
+    periodFlowEvents(ch, range),
+    storedOccupancy(ch, range),
+    storedZoneOccupancy(ch, range),
+  ]);
   const flows = events.map((e) => venueFlowOf(e, v.zones)).filter((f): f is Flow => f !== undefined);
-  const venue = changes(occupancyPoints(flows, p), stored, (x) => String(x.at), (a, b) => a.value === b.value);
+  const venue = changes(
+    occupancyPoints(flows, p),
+    stored,
+    (x) => String(x.at),
+    (a, b) => a.value === b.value,
+  );
   const zoneFlows = new Map<string, Flow[]>();
   for (const e of events) {
     const f = zoneFlowOf(e, v.zones);
@@ -123,7 +148,12 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
     else zoneFlows.set(e.zone_id, [f]);
   }
   const computedZones = [...zoneFlows].flatMap(([zone_id, f]) => occupancyPoints(f, p).map((x) => ({ zone_id, ...x })));
-  const zones = changes(computedZones, storedZones, (x) => `${x.zone_id}|${x.at}`, (a, b) => a.value === b.value);
+  const zones = changes(
+    computedZones,
+    storedZones,
+    (x) => `${x.zone_id}|${x.at}`,
+    (a, b) => a.value === b.value,
+  );
   const written = venue.upserts.length + venue.removed.length + zones.upserts.length + zones.removed.length;
   if (written === 0) return 0;
   const version = nextVersion();
@@ -140,7 +170,8 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
   });
   const zoneRow = (x: { zone_id: string; at: number; value: number }, live: number) => ({ ...row(x, live), zone_id: x.zone_id });
   await Promise.all([
-    venue.upserts.length + venue.removed.length > 0 && insertDerivedOccupancy(ch, [...venue.upserts.map((x) => row(x, 1)), ...venue.removed.map((x) => row(x, 0))]),
+    venue.upserts.length + venue.removed.length > 0 &&
+      insertDerivedOccupancy(ch, [...venue.upserts.map((x) => row(x, 1)), ...venue.removed.map((x) => row(x, 0))]),
     zones.upserts.length + zones.removed.length > 0 &&
       insertDerivedZoneOccupancy(ch, [...zones.upserts.map((x) => zoneRow(x, 1)), ...zones.removed.map((x) => zoneRow(x, 0))]),
   ]);

@@ -20,11 +20,21 @@ export interface AlePresence {
 export type AleCursor = SecondCursor;
 
 const macText = (v: unknown): string | undefined => {
-  const raw = typeof v === 'string' ? v : typeof v === 'object' && v !== null && typeof (v as { addr?: unknown }).addr === 'string' ? (v as { addr: string }).addr : undefined;
+  const raw =
+    typeof v === 'string'
+      ? v
+      : typeof v === 'object' && v !== null && typeof (v as { addr?: unknown }).addr === 'string'
+        ? (v as { addr: string }).addr
+        : undefined;
   return raw === undefined ? undefined : canonicalMac(raw);
 };
 const hashText = (v: unknown): string | undefined => {
-  const raw = typeof v === 'string' ? v : typeof v === 'object' && v !== null && typeof (v as { addr?: unknown }).addr === 'string' ? (v as { addr: string }).addr : undefined;
+  const raw =
+    typeof v === 'string'
+      ? v
+      : typeof v === 'object' && v !== null && typeof (v as { addr?: unknown }).addr === 'string'
+        ? (v as { addr: string }).addr
+        : undefined;
   return raw && /^[0-9a-fA-F]{40}$/.test(raw) ? raw.toLowerCase() : undefined;
 };
 
@@ -57,7 +67,12 @@ export function mapAlePresence(
     found.push({ id: idOf(mac ?? `hashed_sta_eth_mac:${hashed}`), at: ts, payload });
   }
   const { fresh, cursor: next } = pastCursor(found, cursor);
-  const events = fresh.map((f): PolledEvent => ({ type: 'device_seen', timestamp: isoFromSeconds(f.at), event_id: `aruba:${f.id}:${f.at}`, payload: f.payload }));
+  const events = fresh.map((f): PolledEvent => ({
+    type: 'device_seen',
+    timestamp: isoFromSeconds(f.at),
+    event_id: `aruba:${f.id}:${f.at}`,
+    payload: f.payload,
+  }));
   return { events, cursor: next, skipped };
 }
 
@@ -80,8 +95,13 @@ export const arubaAlePoller: VendorPoller<Record<string, never>, AleCursor> = {
     const { base_url, username, password } = ctx.integration.config as { base_url: string; username: string; password: string };
     const url = new URL(`${base_url.replace(/\/+$/, '')}/api/v1/presence`);
     const where = describeUrl(url);
-    const res = await ctx.request({ method: 'GET', url, headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` } });
-    if (res.status === 401 || res.status === 403) throw new VendorError(`ALE answered ${res.status} to ${where}: check username and password`, res.status);
+    const res = await ctx.request({
+      method: 'GET',
+      url,
+      headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` },
+    });
+    if (res.status === 401 || res.status === 403)
+      throw new VendorError(`ALE answered ${res.status} to ${where}: check username and password`, res.status);
     if (res.status !== 200) throw new VendorError(`ALE answered ${res.status} to ${where}`, res.status);
     const records = recordsOf(jsonOf(res, where));
     if (!records) throw new VendorError(`ALE answered ${where} without a Presence_result list`, res.status);

@@ -13,7 +13,10 @@ export interface SecondCursor {
 }
 
 /** The records past the cursor, oldest first (ties by id), and the cursor once they are published. */
-export function pastCursor<R extends { id: string; at: number }>(records: readonly R[], cursor: SecondCursor | undefined): { fresh: R[]; cursor: SecondCursor | undefined } {
+export function pastCursor<R extends { id: string; at: number }>(
+  records: readonly R[],
+  cursor: SecondCursor | undefined,
+): { fresh: R[]; cursor: SecondCursor | undefined } {
   const atCursor = new Set(cursor?.ids ?? []);
   const fresh = records.filter((r) => !cursor || r.at > cursor.at || (r.at === cursor.at && !atCursor.has(r.id)));
   fresh.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

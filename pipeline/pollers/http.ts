@@ -17,7 +17,10 @@ export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** A failure to reach the vendor or an answer it gave, in words a person can act on; never holds a credential. */
 export class VendorError extends Error {
   override readonly name = 'VendorError';
-  constructor(message: string, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
   }
 }
@@ -165,5 +168,8 @@ export function jsonOf<T = unknown>(res: HttpResponse, where: string): T {
 
 /** A short, single-line excerpt of a vendor's error text (never a request's content). */
 export function vendorText(text: unknown, max = 120): string {
-  return String(text ?? '').replace(/\s+/g, ' ').trim().slice(0, max);
+  return String(text ?? '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, max);
 }

@@ -85,7 +85,9 @@ interface Owned {
 }
 
 const configFingerprint = (config: Record<string, unknown>): string =>
-  createHash('sha256').update(JSON.stringify(config, Object.keys(config).sort())).digest('hex');
+  createHash('sha256')
+    .update(JSON.stringify(config, Object.keys(config).sort()))
+    .digest('hex');
 
 /**
  * Runs the vendor pollers of this pipeline instance: lists the active poll-type integrations,
@@ -197,12 +199,22 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
         const events = result.events.slice(i * MAX_EVENTS_PER_REQUEST, (i + 1) * MAX_EVENTS_PER_REQUEST);
         const { result: r } = await ingestBatch(
           { ...opts.ingest, log: o.log },
-          { operator: integration.operator, venueId: integration.venueId, connectorType: o.connector, events, source: { integrationId: o.id, link: 'poll' } },
+          {
+            operator: integration.operator,
+            venueId: integration.venueId,
+            connectorType: o.connector,
+            events,
+            source: { integrationId: o.id, link: 'poll' },
+          },
           new Date(now()),
         );
         accepted += r.accepted;
         rejected += r.rejected;
-        if (r.rejected > 0) o.log.warn({ rejected: r.rejected, reasons: [...new Set(r.errors.map((e) => e.reason))].slice(0, 5) }, 'polled events rejected by ingest');
+        if (r.rejected > 0)
+          o.log.warn(
+            { rejected: r.rejected, reasons: [...new Set(r.errors.map((e) => e.reason))].slice(0, 5) },
+            'polled events rejected by ingest',
+          );
       }
       stats.events += accepted;
       if (!(await saveCursor(opts.db, o.id, owner, result.cursor))) return disown(o, 'lease lost before the cursor was written');
@@ -239,7 +251,10 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
   /** Which listed integrations this runner serves, from their plain config (one query a listing, no secret opened). */
   const list = async () => {
     const listed = await activeIntegrationIdsOfTypes(opts.db, types);
-    const configs = await plainConfigs(opts.db, listed.map((l) => l.id));
+    const configs = await plainConfigs(
+      opts.db,
+      listed.map((l) => l.id),
+    );
     candidates = listed
       .filter(({ id, connector_type }) => {
         const config = configs.get(id);
@@ -274,7 +289,10 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
     for (const row of held) if (!owned.has(row.integration_id)) own(row, wanted.get(row.integration_id)!);
   };
 
-  const leaseRounds = every(renewMs, tick, { immediate: true, onError: (err) => log.warn({ err }, 'poller lease round failed; retried next round') });
+  const leaseRounds = every(renewMs, tick, {
+    immediate: true,
+    onError: (err) => log.warn({ err }, 'poller lease round failed; retried next round'),
+  });
   log.info({ vendors: types }, 'pollers running');
 
   return {
@@ -297,7 +315,9 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
       const ids = [...owned.keys(), ...strays];
       for (const o of owned.values()) o.released = true;
       owned.clear();
-      await releaseLeases(opts.db, ids, owner).catch((err: unknown) => log.warn({ err }, 'could not release the poller leases; they lapse by themselves'));
+      await releaseLeases(opts.db, ids, owner).catch((err: unknown) =>
+        log.warn({ err }, 'could not release the poller leases; they lapse by themselves'),
+      );
       log.info({ released: ids.length }, 'pollers stopped');
     },
   };

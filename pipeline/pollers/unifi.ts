@@ -98,7 +98,8 @@ function loginRefused(where: string, res: HttpResponse): VendorError {
   if (res.status === 401 || res.status === 403 || res.status === 400) {
     return new VendorError(`controller answered ${res.status} to login at ${where}: check username and password`, res.status);
   }
-  if (res.status === 429) return new VendorError(`controller answered 429 to login at ${where}: too many logins, it will be retried later`, 429);
+  if (res.status === 429)
+    return new VendorError(`controller answered 429 to login at ${where}: too many logins, it will be retried later`, 429);
   return new VendorError(`controller answered ${res.status} to login at ${where}`, res.status);
 }
 
@@ -135,13 +136,19 @@ async function clients(ctx: PollContext, session: UnifiSession): Promise<UnifiCl
     session.cookie = undefined;
     await login(ctx, session);
     res = await ctx.request({ method: 'GET', url, headers: { cookie: session.cookie ?? '' } });
-    if (res.status === 401) throw new VendorError(`controller answered 401 to ${where} right after a login: check the user's access to site '${site ?? 'default'}'`, 401);
+    if (res.status === 401)
+      throw new VendorError(
+        `controller answered 401 to ${where} right after a login: check the user's access to site '${site ?? 'default'}'`,
+        401,
+      );
   }
-  const body = res.status === 200 || res.status === 400 ? jsonOf<{ meta?: { rc?: unknown; msg?: unknown }; data?: unknown }>(res, where) : undefined;
+  const body =
+    res.status === 200 || res.status === 400 ? jsonOf<{ meta?: { rc?: unknown; msg?: unknown }; data?: unknown }>(res, where) : undefined;
   if (!body) throw new VendorError(`controller answered ${res.status} to ${where}`, res.status);
   if (body.meta?.rc !== 'ok') {
     const msg = vendorText(body.meta?.msg);
-    const hint = msg === 'api.err.NoSiteContext' ? `: no site '${site ?? 'default'}' on this controller, check site` : msg ? `: ${msg}` : '';
+    const hint =
+      msg === 'api.err.NoSiteContext' ? `: no site '${site ?? 'default'}' on this controller, check site` : msg ? `: ${msg}` : '';
     throw new VendorError(`controller refused ${where} (${res.status}${hint ? '' : ', no reason given'})${hint}`, res.status);
   }
   if (!Array.isArray(body.data)) throw new VendorError(`controller answered ${where} without a data list`, res.status);

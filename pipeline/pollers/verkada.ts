@@ -44,7 +44,10 @@ const presetKey = (preset: string): string =>
   /^[\x21-\x7e]{1,40}$/.test(preset) ? preset : `h${createHash('sha256').update(preset).digest('hex').slice(0, 16)}`;
 
 const isBucket = (b: unknown): b is TrendBucket =>
-  Array.isArray(b) && b.length >= 3 && b.slice(0, 3).every((v) => typeof v === 'number' && Number.isFinite(v)) && (b[1] as number) > (b[0] as number);
+  Array.isArray(b) &&
+  b.length >= 3 &&
+  b.slice(0, 3).every((v) => typeof v === 'number' && Number.isFinite(v)) &&
+  (b[1] as number) > (b[0] as number);
 
 /**
  * Maps one camera's trends to entry/exit events for the complete buckets after `since`, and the
@@ -57,7 +60,8 @@ export function mapVerkadaTrends(
   nowS: number,
 ): { events: PolledEvent[]; until: number } {
   const lines: Array<{ preset: string; trend_in?: unknown; trend_out?: unknown }> = [];
-  if (typeof trends !== 'object' || trends === null) throw new VendorError(`Verkada answered trends for camera ${cameraId} that are not an object`);
+  if (typeof trends !== 'object' || trends === null)
+    throw new VendorError(`Verkada answered trends for camera ${cameraId} that are not an object`);
   if (Array.isArray(trends.presets)) {
     for (const p of trends.presets) {
       if (typeof p !== 'object' || p === null) continue;
@@ -65,11 +69,15 @@ export function mapVerkadaTrends(
       lines.push({ preset, trend_in: p.trend_in, trend_out: p.trend_out });
     }
   }
-  if (trends.trend_in !== undefined || trends.trend_out !== undefined) lines.push({ preset: 'all', trend_in: trends.trend_in, trend_out: trends.trend_out });
+  if (trends.trend_in !== undefined || trends.trend_out !== undefined)
+    lines.push({ preset: 'all', trend_in: trends.trend_in, trend_out: trends.trend_out });
   const events: PolledEvent[] = [];
   let until = since;
   for (const { preset, trend_in, trend_out } of lines) {
-    for (const [direction, type, trend] of [['in', 'entry', trend_in], ['out', 'exit', trend_out]] as const) {
+    for (const [direction, type, trend] of [
+      ['in', 'entry', trend_in],
+      ['out', 'exit', trend_out],
+    ] as const) {
       if (!Array.isArray(trend)) continue;
       for (const b of trend) {
         if (!isBucket(b)) continue;
@@ -100,10 +108,15 @@ async function token(ctx: PollContext, session: VerkadaSession): Promise<string>
   const url = new URL(`${baseOf(ctx)}/token`);
   const where = describeUrl(url);
   const res = await ctx.request({ method: 'POST', url, headers: { 'x-api-key': String(ctx.integration.config.api_key) } });
-  if (res.status === 401 || res.status === 403) throw new VendorError(`Verkada answered ${res.status} to ${where}: check the API key (and that it may read camera analytics)`, res.status);
+  if (res.status === 401 || res.status === 403)
+    throw new VendorError(
+      `Verkada answered ${res.status} to ${where}: check the API key (and that it may read camera analytics)`,
+      res.status,
+    );
   if (res.status !== 200) throw new VendorError(`Verkada answered ${res.status} to ${where}`, res.status);
   const body = jsonOf<{ token?: unknown }>(res, where);
-  if (typeof body.token !== 'string' || body.token.length === 0) throw new VendorError(`Verkada answered ${where} without a token`, res.status);
+  if (typeof body.token !== 'string' || body.token.length === 0)
+    throw new VendorError(`Verkada answered ${where} without a token`, res.status);
   session.token = body.token;
   session.tokenAt = ctx.now();
   return body.token;
@@ -111,7 +124,13 @@ async function token(ctx: PollContext, session: VerkadaSession): Promise<string>
 
 async function trendsOf(ctx: PollContext, session: VerkadaSession, cameraId: string, start: number, end: number): Promise<VerkadaTrends> {
   const url = new URL(`${baseOf(ctx)}/cameras/v1/analytics/occupancy_trends`);
-  url.search = new URLSearchParams({ camera_id: cameraId, start_time: String(start), end_time: String(end), interval: '15_minutes', type: 'person' }).toString();
+  url.search = new URLSearchParams({
+    camera_id: cameraId,
+    start_time: String(start),
+    end_time: String(end),
+    interval: '15_minutes',
+    type: 'person',
+  }).toString();
   const where = describeUrl(url);
   let res = await ctx.request({ method: 'GET', url, headers: { 'x-verkada-auth': await token(ctx, session) } });
   if (res.status === 401) {

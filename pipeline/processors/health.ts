@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { CONNECTOR_HEALTH, decodeIngestReport, encodeConnectorHealthChange, type ConnectorHealth, type SourceOutcome } from '../../lib/events/derived.js';
+import {
+  CONNECTOR_HEALTH,
+  decodeIngestReport,
+  encodeConnectorHealthChange,
+  type ConnectorHealth,
+  type SourceOutcome,
+} from '../../lib/events/derived.js';
 import { decodeStateEntry, encodeStateEntry } from '../../lib/events/wire.js';
 import { type ConnectorType } from '../../lib/events/vocabulary.js';
 import type { Effects, Processor } from './processor.js';
@@ -76,7 +82,10 @@ export interface LinkRecord {
   failed: number;
 }
 
-const LINK_WORDS = { webhook: { what: 'webhook deliveries', failing: 'webhook deliveries refused' }, poll: { what: 'polls', failing: 'polls failing' } };
+const LINK_WORDS = {
+  webhook: { what: 'webhook deliveries', failing: 'webhook deliveries refused' },
+  poll: { what: 'polls', failing: 'polls failing' },
+};
 
 /**
  * The status of an integration from its last sign of life, its rejection counts and, when the
@@ -101,24 +110,34 @@ export function healthOf(
   const words = link ? LINK_WORDS[link.link] : undefined;
   const lastError = link?.error && link.failures > 0 ? `; last ${link.link === 'poll' ? 'poll' : 'delivery'} error: ${link.error}` : '';
   const cut = (reason: string) => (reason.length > 200 ? `${reason.slice(0, 199)}…` : reason);
-  const failing = link && words && link.failures >= LINK_FAILURES ? cut(`${words.failing} (${link.failures} in a row): ${link.error ?? 'no reason given'}`) : undefined;
+  const failing =
+    link && words && link.failures >= LINK_FAILURES
+      ? cut(`${words.failing} (${link.failures} in a row): ${link.error ?? 'no reason given'}`)
+      : undefined;
   if (alive < 0) {
     // A new integration with a wrong password or secret shows it at once, grace or not.
     if (failing) return { status: 'degraded', rate, reason: failing };
     if (createdAt !== undefined && now - createdAt <= OFFLINE_AFTER * interval) {
-      return { status: 'waiting', rate, reason: cut(`waiting for its first data (created ${Math.round((now - createdAt) / 1000)} s ago)${lastError}`) };
+      return {
+        status: 'waiting',
+        rate,
+        reason: cut(`waiting for its first data (created ${Math.round((now - createdAt) / 1000)} s ago)${lastError}`),
+      };
     }
     return { status: 'offline', rate, reason: cut(`nothing received yet${lastError}`) };
   }
   const silent = now - alive;
-  if (silent > OFFLINE_AFTER * interval) return { status: 'offline', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
+  if (silent > OFFLINE_AFTER * interval)
+    return { status: 'offline', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
   if (failing) return { status: 'degraded', rate, reason: failing };
-  if (silent > DEGRADED_AFTER * interval) return { status: 'degraded', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
+  if (silent > DEGRADED_AFTER * interval)
+    return { status: 'degraded', rate, reason: cut(`silent for ${Math.round(silent / 1000)} s${lastError}`) };
   if (link && words && link.taken + link.failed >= MIN_SUBMITTED && link.failed / (link.taken + link.failed) >= DEGRADED_REJECTION_RATE) {
     const share = Math.round((link.failed / (link.taken + link.failed)) * 100);
     return { status: 'degraded', rate, reason: cut(`${share}% of ${words.what} failed${lastError}`) };
   }
-  if (submitted >= MIN_SUBMITTED && rate >= DEGRADED_REJECTION_RATE) return { status: 'degraded', rate, reason: `${Math.round(rate * 100)}% of events rejected` };
+  if (submitted >= MIN_SUBMITTED && rate >= DEGRADED_REJECTION_RATE)
+    return { status: 'degraded', rate, reason: `${Math.round(rate * 100)}% of events rejected` };
   return { status: 'healthy', rate, reason: 'ok' };
 }
 
@@ -164,7 +183,11 @@ export function createHealthProcessor(opts: HealthProcessorOptions): Processor<H
       }
     },
     entry(state, key) {
-      const value = key.startsWith('l|') ? state.links.get(key) : key.startsWith('s|') ? state.sources.get(key) : state.integrations.get(key);
+      const value = key.startsWith('l|')
+        ? state.links.get(key)
+        : key.startsWith('s|')
+          ? state.sources.get(key)
+          : state.integrations.get(key);
       return value ? encodeStateEntry(value) : null;
     },
     size: (state) => state.sources.size + state.integrations.size + state.links.size,

@@ -4,7 +4,23 @@ import { nextPeriodStart, periodStart } from '../../domain/telemetry/calendar.js
 import { flowOf } from '../../domain/analytics/occupancy-rule.js';
 import { eventsOfTypes, type Effects, type InputMessage, type Processor, type ProcessorContext } from './processor.js';
 import type { VenueInfo, VenueLookup } from './venues.js';
-import { bound, Chunk, CHUNK_MARK, CHUNK_MS, endOf, figure, flowBytes, MAX_AMOUNT, MAX_PERIOD_FLOWS, newScope, place, scopeKey, startPeriod, type OccupancyState, type Scope } from './occupancy/model.js';
+import {
+  bound,
+  Chunk,
+  CHUNK_MARK,
+  CHUNK_MS,
+  endOf,
+  figure,
+  flowBytes,
+  MAX_AMOUNT,
+  MAX_PERIOD_FLOWS,
+  newScope,
+  place,
+  scopeKey,
+  startPeriod,
+  type OccupancyState,
+  type Scope,
+} from './occupancy/model.js';
 import { decodeChunk, decodeHead, decodeOldScope, encodeChunk, encodeHead, isHead } from './occupancy/codec.js';
 
 /**
@@ -56,7 +72,12 @@ interface Change {
 }
 
 /** The change an event makes to occupancy, or undefined when it makes none. */
-async function changeOf(e: CanonicalEvent, venues: VenueLookup, known: Map<string, VenueInfo>, reloaded: Set<string>): Promise<Change | undefined> {
+async function changeOf(
+  e: CanonicalEvent,
+  venues: VenueLookup,
+  known: Map<string, VenueInfo>,
+  reloaded: Set<string>,
+): Promise<Change | undefined> {
   if (e.type !== 'entry' && e.type !== 'exit' && e.type !== 'occupancy') return undefined;
   const flow = flowOf(e.type, e.metrics);
   if (!flow) return undefined;
@@ -70,13 +91,21 @@ async function changeOf(e: CanonicalEvent, venues: VenueLookup, known: Map<strin
     if (info) known.set(e.venueId, info);
   }
   if (!info || !info.is_active || info.operator_id !== e.operatorId) return undefined;
-  if (!e.zoneId) return { scope: { venueId: e.venueId, zoneId: null, operatorId: e.operatorId }, capacity: null, info, ts: e.ts, absolute, amount };
+  if (!e.zoneId)
+    return { scope: { venueId: e.venueId, zoneId: null, operatorId: e.operatorId }, capacity: null, info, ts: e.ts, absolute, amount };
   const zone = info.zones.find((z) => z.id === e.zoneId);
   if (!zone) return undefined; // deleted since ingest: its events no longer count anywhere
   if (zone.type === 'entrance' || zone.type === 'exit') {
     return { scope: { venueId: e.venueId, zoneId: null, operatorId: e.operatorId }, capacity: null, info, ts: e.ts, absolute, amount };
   }
-  return { scope: { venueId: e.venueId, zoneId: zone.id, operatorId: e.operatorId }, capacity: zone.capacity, info, ts: e.ts, absolute, amount };
+  return {
+    scope: { venueId: e.venueId, zoneId: zone.id, operatorId: e.operatorId },
+    capacity: zone.capacity,
+    info,
+    ts: e.ts,
+    absolute,
+    amount,
+  };
 }
 
 /** Random (version 4) event ids never come again; other ids are derived from a connector's event id or an Idempotency-Key and repeat on a re-delivery. */
@@ -194,7 +223,16 @@ export function createOccupancyProcessor(opts: OccupancyProcessorOptions): Proce
         state.pending.add(key);
         return;
       }
-      Object.assign(s, { live: true, operatorId: old.operatorId, timezone: old.timezone, resetHour: old.resetHour, period: old.period, value: old.value, ts: old.ts, clampsAt: 0 });
+      Object.assign(s, {
+        live: true,
+        operatorId: old.operatorId,
+        timezone: old.timezone,
+        resetHour: old.resetHour,
+        period: old.period,
+        value: old.value,
+        ts: old.ts,
+        clampsAt: 0,
+      });
       for (const c of s.chunks.values()) state.pending.add(c.key);
       s.chunks.clear();
       const ts = Math.max(old.ts, old.period);
@@ -320,7 +358,10 @@ export function createOccupancyProcessor(opts: OccupancyProcessorOptions): Proce
         }
       }
       if (unreflected.size > 0) {
-        ctx.log.debug({ partition: ctx.partition, unreflected: Object.fromEntries(unreflected) }, 'occupancy: events not (exactly) reflected in live occupancy');
+        ctx.log.debug(
+          { partition: ctx.partition, unreflected: Object.fromEntries(unreflected) },
+          'occupancy: events not (exactly) reflected in live occupancy',
+        );
         if (opts.unreflected) {
           for (const [k, n] of unreflected) {
             const bar = k.indexOf('|');
@@ -342,7 +383,11 @@ export function createOccupancyProcessor(opts: OccupancyProcessorOptions): Proce
       const known = await venues.resolve(due.map((s) => s.venueId));
       for (const s of due) {
         startPeriod(s, periodStart(ctx.now, s.resetHour, s.timezone), changed);
-        outputs.push({ topic: opts.outputTopic, key: s.venueId, value: encodeOccupancyUpdate(update(s, capacityOf(s, known), s.period, 'reset', 0)) });
+        outputs.push({
+          topic: opts.outputTopic,
+          key: s.venueId,
+          value: encodeOccupancyUpdate(update(s, capacityOf(s, known), s.period, 'reset', 0)),
+        });
       }
       return { outputs, changed };
     },

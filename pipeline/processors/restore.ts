@@ -116,9 +116,7 @@ async function restorePartitions<S>(opts: RestoreOptions<S>): Promise<{ restored
       }
     } finally {
       await reader.disconnect();
-      await admin
-        .deleteGroups([groupId])
-        .catch((err: unknown) => log.debug({ err, groupId }, 'could not delete the restore group'));
+      await admin.deleteGroups([groupId]).catch((err: unknown) => log.debug({ err, groupId }, 'could not delete the restore group'));
     }
   }
   for (const t of await admin.fetchOffsets({ groupId: opts.group, topics: processor.inputs })) {

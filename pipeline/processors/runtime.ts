@@ -9,7 +9,6 @@ import type { Processor } from './processor.js';
 import { restoreTasks, type RestoreOptions } from './restore.js';
 import { fenced } from './transaction.js';
 
-
 /**
  * The stream-processor runtime (docs/processors.md): each processor is one Kafka consumer group
  * over its input topics, with one `PartitionTask` per input partition it owns (state in memory,

@@ -50,9 +50,7 @@ export async function takeTransactionalId(
 
 /** Disconnects a transactional producer; a failure is only logged (its id is taken again before any use). */
 export async function closeProducer(producer: Producer, log: Logger, partition: number): Promise<void> {
-  await producer
-    .disconnect()
-    .catch((e: unknown) => log.debug({ err: e, partition }, 'transactional producer did not disconnect cleanly'));
+  await producer.disconnect().catch((e: unknown) => log.debug({ err: e, partition }, 'transactional producer did not disconnect cleanly'));
 }
 
 /**

@@ -22,7 +22,9 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
     name: 'events',
     decode(value) {
       return decodeEventMessage(value).map(({ event, error, raw }) =>
-        event ? { raw, venueId: event.venueId, operatorId: event.operatorId, toRow: (origin, ctx) => toRow(event, origin, ctx) } : { raw, error: describeError(error) },
+        event
+          ? { raw, venueId: event.venueId, operatorId: event.operatorId, toRow: (origin, ctx) => toRow(event, origin, ctx) }
+          : { raw, error: describeError(error) },
       );
     },
     insert: insertEvents,
@@ -50,12 +52,18 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
         if (!l) latest.set(key, { venueId: r.venue_id, connectorType: r.connector_type, at });
         else if (at > l.at) l.at = at;
       }
-      await advanceLastEventAt(db, [...latest.values()].map((l) => ({ ...l, at: new Date(l.at) })));
+      await advanceLastEventAt(
+        db,
+        [...latest.values()].map((l) => ({ ...l, at: new Date(l.at) })),
+      );
     },
   };
 }
 
 /** Runs the events sink as one member of `groupId`, over as many concurrent partitions as the topic has. */
-export function runEventsSink(kafka: Kafka, opts: SinkOptions & { groupId: string; partitions: number; drainMs: number }): Promise<RunningEventsSink> {
+export function runEventsSink(
+  kafka: Kafka,
+  opts: SinkOptions & { groupId: string; partitions: number; drainMs: number },
+): Promise<RunningEventsSink> {
   return runSink(kafka, eventsTarget(opts.db), opts);
 }

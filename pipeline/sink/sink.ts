@@ -208,7 +208,10 @@ export class Sink<R extends SinkRow> {
     this.stats.commits++;
     this.uncommitted.delete(pending);
     if (pending.epoch === this.epoch) for (const p of pending.commit.keys()) this.verified.add(p);
-    this.log.debug({ items: pending.items.length, rows: pending.rows, ms: Date.now() - started, totals: this.stats }, 'batch written and committed');
+    this.log.debug(
+      { items: pending.items.length, rows: pending.rows, ms: Date.now() - started, totals: this.stats },
+      'batch written and committed',
+    );
   }
 
   private async sendDeadLetters(pending: Pending<R>): Promise<void> {
@@ -218,7 +221,9 @@ export class Sink<R extends SinkRow> {
     await this.opts.producer.send({
       topic: this.opts.topics.deadLetter,
       acks: -1,
-      messages: poison.map((i) => deadLetter(i.poison!.letter, { topic, partition: i.partition, offset: i.offset, index: i.index }, i.poison!.error)),
+      messages: poison.map((i) =>
+        deadLetter(i.poison!.letter, { topic, partition: i.partition, offset: i.offset, index: i.index }, i.poison!.error),
+      ),
     });
     for (const i of poison) {
       i.done = true;
@@ -244,7 +249,10 @@ export class Sink<R extends SinkRow> {
     try {
       for (const chunk of chunks(todo, this.maxRows, this.target.partitionKey)) {
         const started = performance.now();
-        await this.target.insert(this.opts.ch, chunk.map((i) => i.row!));
+        await this.target.insert(
+          this.opts.ch,
+          chunk.map((i) => i.row!),
+        );
         this.opts.onInsert?.(this.target.name, chunk.length, (performance.now() - started) / 1000);
         for (const i of chunk) i.done = true;
         inserted += chunk.length;

@@ -29,7 +29,10 @@ export async function markStored<R extends SinkRow>(target: SinkTarget<R>, ch: C
 /** Marks done the re-deliveries the target recognises (vendor event ids already stored or earlier in the batch); returns how many. */
 export async function markRedeliveries<R extends SinkRow>(target: SinkTarget<R>, ch: Ch, items: Item<R>[]): Promise<number> {
   if (!target.redeliveries || items.length === 0) return 0;
-  const again = await target.redeliveries(ch, items.map((i) => i.row!));
+  const again = await target.redeliveries(
+    ch,
+    items.map((i) => i.row!),
+  );
   if (again.size === 0) return 0;
   let found = 0;
   for (const i of items) {

@@ -96,7 +96,10 @@ export interface AlarmDraft {
  * Creates the active alarm of (source, type), or, when one is already active, updates it: the
  * unique partial index makes a second active alarm impossible whatever the concurrency.
  */
-export async function upsertActiveAlarm(db: Queryable, d: AlarmDraft): Promise<{ row: AlarmRow; inserted: boolean; previousSeverity: string | null }> {
+export async function upsertActiveAlarm(
+  db: Queryable,
+  d: AlarmDraft,
+): Promise<{ row: AlarmRow; inserted: boolean; previousSeverity: string | null }> {
   const r = await one<AlarmRow & { inserted: boolean; previous_severity: string | null }>(
     db,
     withCols(sql`WITH prior AS (
@@ -230,7 +233,10 @@ export async function integrationForRule(db: Queryable, integrationId: string): 
 /* Outbox */
 
 export async function insertOutbox(db: Queryable, venueId: string, event: unknown): Promise<number> {
-  return (await one<{ id: number }>(db, sql`INSERT INTO alarm_outbox (venue_id, event) VALUES (${venueId}, ${JSON.stringify(event)}::jsonb) RETURNING id`))!.id;
+  return (await one<{ id: number }>(
+    db,
+    sql`INSERT INTO alarm_outbox (venue_id, event) VALUES (${venueId}, ${JSON.stringify(event)}::jsonb) RETURNING id`,
+  ))!.id;
 }
 
 export interface OutboxRow {

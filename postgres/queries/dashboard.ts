@@ -31,7 +31,10 @@ export async function portfolioVenues(db: Queryable, operatorId: string): Promis
 }
 
 /** Active alarms of the operator per venue and severity. */
-export async function activeAlarmCounts(db: Queryable, operatorId: string): Promise<Array<{ venue_id: string; severity: string; alarms: number }>> {
+export async function activeAlarmCounts(
+  db: Queryable,
+  operatorId: string,
+): Promise<Array<{ venue_id: string; severity: string; alarms: number }>> {
   return rows(
     db,
     sql`SELECT venue_id, severity, count(*)::int AS alarms FROM alarms

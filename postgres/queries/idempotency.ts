@@ -1,9 +1,7 @@
 import { exec, one, sql, type Queryable } from '../client.js';
 
 export type Claim =
-  | { state: 'claimed' }
-  | { state: 'answered'; bodyHash: Buffer; response: unknown }
-  | { state: 'in-flight'; bodyHash: Buffer };
+  { state: 'claimed' } | { state: 'answered'; bodyHash: Buffer; response: unknown } | { state: 'in-flight'; bodyHash: Buffer };
 
 /**
  * Claims (operator, key) for a new request, in one statement: a row older than the window, or left
@@ -33,11 +31,16 @@ export async function claimIdempotencyKey(
   );
   // Released between the two statements: the caller may simply try again.
   if (!row) return claimIdempotencyKey(db, operatorId, key, bodyHash, windowSeconds, staleSeconds);
-  return row.response === null ? { state: 'in-flight', bodyHash: row.body_hash } : { state: 'answered', bodyHash: row.body_hash, response: row.response };
+  return row.response === null
+    ? { state: 'in-flight', bodyHash: row.body_hash }
+    : { state: 'answered', bodyHash: row.body_hash, response: row.response };
 }
 
 export async function recordIdempotentAnswer(db: Queryable, operatorId: string, key: string, response: unknown): Promise<void> {
-  await exec(db, sql`UPDATE ingest_idempotency SET response = ${JSON.stringify(response)}::jsonb WHERE operator_id = ${operatorId} AND key = ${key}`);
+  await exec(
+    db,
+    sql`UPDATE ingest_idempotency SET response = ${JSON.stringify(response)}::jsonb WHERE operator_id = ${operatorId} AND key = ${key}`,
+  );
 }
 
 /** Gives a key back after a failed request, so a retry is processed afresh. */
@@ -47,5 +50,8 @@ export async function releaseIdempotencyKey(db: Queryable, operatorId: string, k
 
 /** Forgets the operator's keys older than the window (run now and then, so the table stays small). */
 export async function purgeIdempotencyKeys(db: Queryable, operatorId: string, windowSeconds: number): Promise<number> {
-  return exec(db, sql`DELETE FROM ingest_idempotency WHERE operator_id = ${operatorId} AND created_at < now() - make_interval(secs => ${windowSeconds})`);
+  return exec(
+    db,
+    sql`DELETE FROM ingest_idempotency WHERE operator_id = ${operatorId} AND created_at < now() - make_interval(secs => ${windowSeconds})`,
+  );
 }

@@ -102,8 +102,9 @@ export async function integrationIdsSealedWithout(db: Queryable, keyId: string, 
 }
 
 export async function lockIntegrationSecrets(db: Queryable, integrationId: string): Promise<Record<string, Envelope> | undefined> {
-  return (await one<{ secrets: Record<string, Envelope> }>(db, sql`SELECT secrets FROM integrations WHERE id = ${integrationId} FOR UPDATE`))
-    ?.secrets;
+  return (
+    await one<{ secrets: Record<string, Envelope> }>(db, sql`SELECT secrets FROM integrations WHERE id = ${integrationId} FOR UPDATE`)
+  )?.secrets;
 }
 
 /** Replaces the envelopes only; a key rotation is not a change a caller made, so updated_at stays. */
@@ -150,7 +151,10 @@ export async function sourceIntegrationRow(db: Queryable, integrationId: string)
 }
 
 /** Ids of the live, active integrations of these connector types on active venues (the pollers' work list). */
-export async function activeIntegrationIdsOfTypes(db: Queryable, types: readonly ConnectorType[]): Promise<Array<{ id: string; connector_type: ConnectorType }>> {
+export async function activeIntegrationIdsOfTypes(
+  db: Queryable,
+  types: readonly ConnectorType[],
+): Promise<Array<{ id: string; connector_type: ConnectorType }>> {
   return rows(
     db,
     sql`SELECT i.id, i.connector_type FROM integrations i JOIN venues v ON v.id = i.venue_id

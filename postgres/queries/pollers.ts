@@ -25,7 +25,12 @@ export interface PollerStateRow {
  * so instances' clocks never disagree). Returns the leases this owner holds now. Ids are locked in
  * sorted order, so two instances taking the same ids never deadlock.
  */
-export async function takeLeases(db: Queryable, integrationIds: readonly string[], owner: string, leaseMs: number): Promise<PollerLeaseRow[]> {
+export async function takeLeases(
+  db: Queryable,
+  integrationIds: readonly string[],
+  owner: string,
+  leaseMs: number,
+): Promise<PollerLeaseRow[]> {
   if (integrationIds.length === 0) return [];
   const ids = [...integrationIds].sort();
   return rows<PollerLeaseRow>(

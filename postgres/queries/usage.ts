@@ -48,7 +48,10 @@ export async function reserveIngest(db: Db, operatorId: string, periodStart: Dat
     return requested;
   }
   return transaction(db, async (tx) => {
-    await exec(tx, sql`INSERT INTO usage_counters (operator_id, period_start) VALUES (${operatorId}, ${periodStart}) ON CONFLICT DO NOTHING`);
+    await exec(
+      tx,
+      sql`INSERT INTO usage_counters (operator_id, period_start) VALUES (${operatorId}, ${periodStart}) ON CONFLICT DO NOTHING`,
+    );
     const current = await one<{ ingest_events: number }>(
       tx,
       sql`SELECT ingest_events FROM usage_counters WHERE operator_id = ${operatorId} AND period_start = ${periodStart} FOR UPDATE`,

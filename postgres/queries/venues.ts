@@ -62,7 +62,11 @@ export async function countActiveVenues(db: Queryable, operatorId: string): Prom
   return (await one<{ n: number }>(db, sql`SELECT count(*) AS n FROM venues WHERE operator_id = ${operatorId} AND is_active`))!.n;
 }
 
-export async function insertVenue(db: Queryable, operatorId: string, v: Partial<VenueFields> & Pick<VenueFields, 'name' | 'timezone'>): Promise<CreatedVenueRow> {
+export async function insertVenue(
+  db: Queryable,
+  operatorId: string,
+  v: Partial<VenueFields> & Pick<VenueFields, 'name' | 'timezone'>,
+): Promise<CreatedVenueRow> {
   return (await one<CreatedVenueRow>(
     db,
     sql`INSERT INTO venues (operator_id, name, timezone, address, lat, lng, hardware_type, occupancy_reset_hour)
@@ -93,7 +97,12 @@ export async function activeVenueById(db: Queryable, operatorId: string, venueId
 }
 
 /** Sets only the fields present in `patch` (an explicit null clears an optional field). */
-export async function updateVenueFields(db: Queryable, operatorId: string, venueId: string, patch: Partial<VenueFields>): Promise<VenueRow | undefined> {
+export async function updateVenueFields(
+  db: Queryable,
+  operatorId: string,
+  venueId: string,
+  patch: Partial<VenueFields>,
+): Promise<VenueRow | undefined> {
   const has = (k: keyof VenueFields) => patch[k] !== undefined;
   return one<VenueRow>(
     db,
@@ -144,7 +153,10 @@ export async function venueSinkContexts(db: Queryable, venueIds: string[]): Prom
  * Unknown venues are skipped, so a stray id cannot fail the venues' update. Returns the
  * (venue, connector type) rows written.
  */
-export async function advanceLastEventAt(db: Queryable, latest: Array<{ venueId: string; connectorType: string; at: Date }>): Promise<number> {
+export async function advanceLastEventAt(
+  db: Queryable,
+  latest: Array<{ venueId: string; connectorType: string; at: Date }>,
+): Promise<number> {
   if (latest.length === 0) return 0;
   return exec(
     db,

@@ -50,7 +50,12 @@ export async function insertZone(db: Queryable, venueId: string, z: ZoneFields):
 }
 
 /** Sets only the fields present in `patch` (capacity: null clears it). */
-export async function updateZoneFields(db: Queryable, venueId: string, zoneId: string, patch: Partial<ZoneFields>): Promise<ZoneRow | undefined> {
+export async function updateZoneFields(
+  db: Queryable,
+  venueId: string,
+  zoneId: string,
+  patch: Partial<ZoneFields>,
+): Promise<ZoneRow | undefined> {
   const has = (k: keyof ZoneFields) => patch[k] !== undefined;
   return one<ZoneRow>(
     db,

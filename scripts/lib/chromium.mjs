@@ -25,7 +25,12 @@ export const CHROMIUM_FLAGS = [
 export async function launchChromium({ width = 1280, height = 900 } = {}) {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'venue-chromium-'));
   try {
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS, viewport: { width, height } });
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_FLAGS,
+      viewport: { width, height },
+    });
     return {
       context,
       async close() {

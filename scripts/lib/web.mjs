@@ -24,10 +24,14 @@ export function ensureWebBuild(root, log = console.log) {
   const reason = webBuildReason(root);
   if (!reason) return 'up to date';
   log(`web: building the dashboard page (${reason})…`);
-  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', join(root, 'apps', 'web'), '--logLevel', 'warn'], {
-    cwd: root,
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', join(root, 'apps', 'web'), '--logLevel', 'warn'],
+    {
+      cwd: root,
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) throw new Error(`vite build of apps/web failed:\n${r.stdout}${r.stderr}`);
   return 'built';
 }

@@ -14,8 +14,21 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import {
-  HOST, STACK_DIR, StackError, TEMPLATES, httpGet, killAndWait, mkdirp, pidIs, privateDir, readPid, render, sleep,
-  spawnDetached, which, writeIfChanged,
+  HOST,
+  STACK_DIR,
+  StackError,
+  TEMPLATES,
+  httpGet,
+  killAndWait,
+  mkdirp,
+  pidIs,
+  privateDir,
+  readPid,
+  render,
+  sleep,
+  spawnDetached,
+  which,
+  writeIfChanged,
 } from './common.mjs';
 import { localPassword } from './env.mjs';
 import { ensureLibs, javaArgs, missingPackages as javaPackages, rotateLog } from './kafka.mjs';
@@ -32,7 +45,14 @@ const nodeSpecs = [];
 for (let s = 1; s <= CH_SHARDS; s++) {
   for (let r = 1; r <= CH_REPLICAS; r++) {
     const k = nodeSpecs.length;
-    nodeSpecs.push({ shard: s, replica: r, name: `ch-s${s}r${r}`, http: 28123 + 100 * k, tcp: 28124 + 100 * k, interserver: 28125 + 100 * k });
+    nodeSpecs.push({
+      shard: s,
+      replica: r,
+      name: `ch-s${s}r${r}`,
+      http: 28123 + 100 * k,
+      tcp: 28124 + 100 * k,
+      interserver: 28125 + 100 * k,
+    });
   }
 }
 
@@ -60,10 +80,15 @@ export function zkCommand(word, timeoutMs = 1000) {
   return new Promise((resolve) => {
     let out = '';
     const s = net.connect({ port: ZK_PORT, host: HOST });
-    const done = () => { s.destroy(); resolve(out); };
+    const done = () => {
+      s.destroy();
+      resolve(out);
+    };
     s.setTimeout(timeoutMs, done);
     s.once('connect', () => s.write(word));
-    s.on('data', (c) => { out += c; });
+    s.on('data', (c) => {
+      out += c;
+    });
     s.once('end', done);
     s.once('error', done);
   });
@@ -87,7 +112,9 @@ export const zookeeper = {
   marker: ['org.apache.zookeeper.server.ZooKeeperServerMain', ZK.cfg],
   timeoutMs: 60_000,
   missingPackages: javaPackages,
-  pid() { return readPid(ZK.pid); },
+  pid() {
+    return readPid(ZK.pid);
+  },
   prepare() {
     privateDir(DIR);
     privateDir(ZK_DIR);
@@ -98,11 +125,18 @@ export const zookeeper = {
   async start({ log }) {
     await ensureLibs(log);
     rotateLog(ZK.out);
-    const pid = spawnDetached('java', javaArgs(['org.apache.zookeeper.server.ZooKeeperServerMain', ZK.cfg], { heap: ['-Xms64m', '-Xmx256m'], log4j: ZK.log4j }), ZK.out, { cwd: ZK_DIR });
+    const pid = spawnDetached(
+      'java',
+      javaArgs(['org.apache.zookeeper.server.ZooKeeperServerMain', ZK.cfg], { heap: ['-Xms64m', '-Xmx256m'], log4j: ZK.log4j }),
+      ZK.out,
+      { cwd: ZK_DIR },
+    );
     fs.writeFileSync(ZK.pid, `${pid}\n`);
     return pid;
   },
-  async ready() { return zkServing(); },
+  async ready() {
+    return zkServing();
+  },
   async stop() {
     const pid = this.pid();
     if (!pid || !pidIs(pid, this.marker)) return 'not running';
@@ -152,18 +186,32 @@ function clusterNode(spec) {
     failLogs: [f.errLog, f.out, f.log],
     marker: ['clickhouse-server', f.config],
     timeoutMs: 60_000,
-    missingPackages: () => [which('clickhouse-server') ? null : 'clickhouse-server', which('clickhouse-client') ? null : 'clickhouse-client'].filter(Boolean),
-    pid() { return readPid(f.pid); },
+    missingPackages: () =>
+      [which('clickhouse-server') ? null : 'clickhouse-server', which('clickhouse-client') ? null : 'clickhouse-client'].filter(Boolean),
+    pid() {
+      return readPid(f.pid);
+    },
     prepare() {
       privateDir(DIR);
       privateDir(dir);
       privateDir(path.join(dir, 'data'));
       for (const d of ['tmp', 'user_files', 'format_schemas']) mkdirp(path.join(dir, d));
       this.password = localPassword('CLICKHOUSE_PASSWORD');
-      writeIfChanged(f.config, render('clickhouse-cluster/node-config.xml', {
-        CH_DIR: dir, HTTP_PORT: spec.http, TCP_PORT: spec.tcp, INTERSERVER_PORT: spec.interserver,
-        CLUSTER: CH_CLUSTER_NAME, SHARDS: shardsXml(this.password), ZK_PORT, SHARD: spec.shard, REPLICA: `r${spec.replica}`,
-      }), 0o600);
+      writeIfChanged(
+        f.config,
+        render('clickhouse-cluster/node-config.xml', {
+          CH_DIR: dir,
+          HTTP_PORT: spec.http,
+          TCP_PORT: spec.tcp,
+          INTERSERVER_PORT: spec.interserver,
+          CLUSTER: CH_CLUSTER_NAME,
+          SHARDS: shardsXml(this.password),
+          ZK_PORT,
+          SHARD: spec.shard,
+          REPLICA: `r${spec.replica}`,
+        }),
+        0o600,
+      );
       const hash = createHash('sha256').update(this.password).digest('hex');
       writeIfChanged(path.join(dir, 'users.xml'), render('clickhouse-cluster/users.xml', { PASSWORD_SHA256: hash }), 0o600);
       writeIfChanged(path.join(dir, 'metrika.xml'), '<?xml version="1.0"?>\n<yandex></yandex>\n');
@@ -202,7 +250,11 @@ function clusterNode(spec) {
     async kill() {
       const pid = this.pid();
       if (!pid || !pidIs(pid, this.marker)) return false;
-      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
       for (let i = 0; i < 100 && pidIs(pid, this.marker); i++) await sleep(100);
       return true;
     },

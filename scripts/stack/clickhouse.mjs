@@ -5,8 +5,22 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  CLICKHOUSE_DATABASE, ENGINE_DIRS, HOST, PORTS, StackError, httpGet, killAndWait, mkdirp, pidIs,
-  privateDir, readPid, render, sleep, spawnDetached, which, writeIfChanged,
+  CLICKHOUSE_DATABASE,
+  ENGINE_DIRS,
+  HOST,
+  PORTS,
+  StackError,
+  httpGet,
+  killAndWait,
+  mkdirp,
+  pidIs,
+  privateDir,
+  readPid,
+  render,
+  sleep,
+  spawnDetached,
+  which,
+  writeIfChanged,
 } from './common.mjs';
 import { localPassword } from './env.mjs';
 
@@ -28,10 +42,11 @@ export const clickhouse = {
   failLogs: [ERR_LOG, OUT, LOG],
   marker: ['clickhouse-server', CONFIG],
   timeoutMs: 60_000,
-  missingPackages: () => [
-    which('clickhouse-server') ? null : 'clickhouse-server', which('clickhouse-client') ? null : 'clickhouse-client',
-  ].filter(Boolean),
-  pid() { return readPid(PID); },
+  missingPackages: () =>
+    [which('clickhouse-server') ? null : 'clickhouse-server', which('clickhouse-client') ? null : 'clickhouse-client'].filter(Boolean),
+  pid() {
+    return readPid(PID);
+  },
   prepare() {
     privateDir(DIR);
     privateDir(path.join(DIR, 'data'));
@@ -59,7 +74,12 @@ export const clickhouse = {
     const auth = `Basic ${Buffer.from(`${USER}:${this.password}`).toString('base64')}`;
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const r = await httpGet(`http://${HOST}:${PORTS.clickhouseHttp}/`, { method: 'POST', body: sql, headers: { authorization: auth }, timeoutMs: 10_000 });
+      const r = await httpGet(`http://${HOST}:${PORTS.clickhouseHttp}/`, {
+        method: 'POST',
+        body: sql,
+        headers: { authorization: auth },
+        timeoutMs: 10_000,
+      });
       if (r?.status !== 401 || Date.now() > deadline) return r;
       await sleep(250);
     }
@@ -68,7 +88,8 @@ export const clickhouse = {
     const db = process.env.CLICKHOUSE_DATABASE || CLICKHOUSE_DATABASE;
     const sql = /^[A-Za-z_][A-Za-z0-9_]*$/.test(db) ? `CREATE DATABASE IF NOT EXISTS ${db}` : 'SELECT 1';
     const r = await this.query(sql);
-    if (!r || r.status !== 200) throw new StackError('clickhouse', `${sql} failed: ${r ? r.body.trim().slice(0, 200) : 'no answer'}`, ERR_LOG);
+    if (!r || r.status !== 200)
+      throw new StackError('clickhouse', `${sql} failed: ${r ? r.body.trim().slice(0, 200) : 'no answer'}`, ERR_LOG);
   },
   async stop() {
     const pid = this.pid();

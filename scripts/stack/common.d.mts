@@ -6,6 +6,3 @@ export declare function waitFor(
 export declare function writtenWithin(file: string, ms: number): boolean;
 export declare const ENGINE_DIRS: Readonly<Record<'postgres' | 'redis' | 'clickhouse' | 'kafka' | 'kafkaCluster', string>>;
 export declare const PRIVATE_DIR_MODE: number;
-export declare function timed<T>(label: string, log: (line: string) => void, fn: () => Promise<T>, everyMs?: number): Promise<T>;
-export declare function registerProcess(name: string, info: { pid: number; port?: number; health?: string }): void;
-export declare function unregisterProcess(name: string, pid?: number): void;

@@ -17,7 +17,11 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  */
 export const STACK_DIR = (() => {
   const dir = path.join(ROOT, '.stack');
-  try { return fs.realpathSync(dir); } catch { return dir; }
+  try {
+    return fs.realpathSync(dir);
+  } catch {
+    return dir;
+  }
 })();
 export const TEMPLATES = path.join(ROOT, 'stack');
 export const HOST = '127.0.0.1';
@@ -66,9 +70,10 @@ export const ENGINE_DIRS = Object.freeze({
 export const PRIVATE_DIR_MODE = 0o700;
 
 /** A path for messages: `.stack/...` for the stack's files (wherever the symlink points), else relative to the repo. */
-export const rel = (p) => (p === STACK_DIR || p.startsWith(`${STACK_DIR}${path.sep}`)
-  ? path.join('.stack', path.relative(STACK_DIR, p))
-  : path.relative(ROOT, p) || '.');
+export const rel = (p) =>
+  p === STACK_DIR || p.startsWith(`${STACK_DIR}${path.sep}`)
+    ? path.join('.stack', path.relative(STACK_DIR, p))
+    : path.relative(ROOT, p) || '.';
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
@@ -83,11 +88,20 @@ export class StackError extends Error {
 // ---------------------------------------------------------------- files
 
 export function exists(p) {
-  try { fs.accessSync(p); return true; } catch { return false; }
+  try {
+    fs.accessSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function readText(p) {
-  try { return fs.readFileSync(p, 'utf8'); } catch { return null; }
+  try {
+    return fs.readFileSync(p, 'utf8');
+  } catch {
+    return null;
+  }
 }
 
 export function mkdirp(p, mode) {
@@ -123,7 +137,12 @@ export function render(template, vars) {
 export function tail(file, lines = 6) {
   const t = readText(file);
   if (!t) return '';
-  return t.trimEnd().split('\n').slice(-lines).map((l) => `    | ${l}`).join('\n');
+  return t
+    .trimEnd()
+    .split('\n')
+    .slice(-lines)
+    .map((l) => `    | ${l}`)
+    .join('\n');
 }
 
 export function which(bin) {
@@ -131,7 +150,12 @@ export function which(bin) {
   for (const d of dirs) {
     if (!d) continue;
     const p = path.join(d, bin);
-    try { fs.accessSync(p, fs.constants.X_OK); if (fs.statSync(p).isFile()) return p; } catch { /* next */ }
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      if (fs.statSync(p).isFile()) return p;
+    } catch {
+      /* next */
+    }
   }
   return null;
 }
@@ -140,7 +164,11 @@ export function which(bin) {
 
 export function pidAlive(pid) {
   if (!Number.isInteger(pid) || pid <= 0) return false;
-  try { process.kill(pid, 0); } catch (e) { if (e.code !== 'EPERM') return false; }
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if (e.code !== 'EPERM') return false;
+  }
   const stat = readText(`/proc/${pid}/stat`);
   if (stat) {
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
@@ -173,13 +201,18 @@ export function readPid(file) {
  * commands that daemonize, so no pipe is held open by the daemon — otherwise it is collected.
  */
 export function run(cmd, args, { cwd = ROOT, env, input, outFile, asPostgres = false, inherit = false } = {}) {
-  if (asPostgres && isRoot()) { args = ['-u', 'postgres', '--', cmd, ...args]; cmd = 'runuser'; }
+  if (asPostgres && isRoot()) {
+    args = ['-u', 'postgres', '--', cmd, ...args];
+    cmd = 'runuser';
+  }
   return new Promise((resolve) => {
     let fd = null;
     let stdio;
     if (inherit) stdio = ['ignore', 'inherit', 'inherit'];
-    else if (outFile) { fd = fs.openSync(outFile, 'a'); stdio = [input != null ? 'pipe' : 'ignore', fd, fd]; }
-    else stdio = [input != null ? 'pipe' : 'ignore', 'pipe', 'pipe'];
+    else if (outFile) {
+      fd = fs.openSync(outFile, 'a');
+      stdio = [input != null ? 'pipe' : 'ignore', fd, fd];
+    } else stdio = [input != null ? 'pipe' : 'ignore', 'pipe', 'pipe'];
     let out = '';
     let child;
     try {
@@ -190,8 +223,12 @@ export function run(cmd, args, { cwd = ROOT, env, input, outFile, asPostgres = f
       return;
     }
     if (fd != null) fs.closeSync(fd);
-    child.stdout?.on('data', (c) => { out += c; });
-    child.stderr?.on('data', (c) => { out += c; });
+    child.stdout?.on('data', (c) => {
+      out += c;
+    });
+    child.stderr?.on('data', (c) => {
+      out += c;
+    });
     if (input != null) child.stdin.end(input);
     child.once('error', (e) => resolve({ code: -1, out: out + String(e.message) }));
     child.once(outFile || inherit ? 'exit' : 'close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), out }));
@@ -250,9 +287,17 @@ export async function waitExit(pid, timeoutMs) {
 
 export async function killAndWait(pid, termTimeoutMs) {
   if (!pidAlive(pid)) return 'not running';
-  try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ }
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    /* gone */
+  }
   if (await waitExit(pid, termTimeoutMs)) return 'stopped';
-  try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
   await waitExit(pid, 5000);
   return 'killed';
 }
@@ -262,7 +307,10 @@ export async function killAndWait(pid, termTimeoutMs) {
 export function portOpen(port, host = HOST, timeoutMs = 1000) {
   return new Promise((resolve) => {
     const s = net.connect({ port, host });
-    const done = (v) => { s.destroy(); resolve(v); };
+    const done = (v) => {
+      s.destroy();
+      resolve(v);
+    };
     s.setTimeout(timeoutMs, () => done(false));
     s.once('connect', () => done(true));
     s.once('error', () => done(false));
@@ -276,9 +324,7 @@ export async function portsInUse(ports) {
 
 export function portBusyError(name, port, envKey) {
   const who = `ss -ltnp 'sport = :${port}' shows who`;
-  const hint = envKey
-    ? `stop it (${who}), or set ${envKey} to use that server as an external engine`
-    : `stop it (${who})`;
+  const hint = envKey ? `stop it (${who}), or set ${envKey} to use that server as an external engine` : `stop it (${who})`;
   return new StackError(name, `port ${HOST}:${port} is already in use by a process this stack did not start — ${hint}`);
 }
 
@@ -287,7 +333,9 @@ export function httpGet(url, { method = 'GET', body, headers, timeoutMs = 2000 }
     const req = http.request(url, { method, headers, timeout: timeoutMs }, (res) => {
       let data = '';
       res.setEncoding('utf8');
-      res.on('data', (c) => { data += c; });
+      res.on('data', (c) => {
+        data += c;
+      });
       res.on('end', () => resolve({ status: res.statusCode, body: data }));
       res.on('error', () => resolve(null));
     });
@@ -295,75 +343,4 @@ export function httpGet(url, { method = 'GET', body, headers, timeoutMs = 2000 }
     req.on('error', () => resolve(null));
     req.end(body);
   });
-}
-
-// ---------------------------------------------------------------- lock and state
-
-/** Runs fn while holding .stack/.lock, so two `up`/`down` runs never race (a dead holder's lock is taken over). */
-export async function withLock(fn) {
-  mkdirp(STACK_DIR);
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    try {
-      fs.writeFileSync(FILES.lock, String(process.pid), { flag: 'wx' });
-      break;
-    } catch (e) {
-      if (e.code !== 'EEXIST') throw e;
-      const holder = readPid(FILES.lock);
-      if (!holder || holder === process.pid || !pidAlive(holder)) { try { fs.unlinkSync(FILES.lock); } catch { /* raced */ } continue; }
-      if (Date.now() > deadline) throw new Error(`stack: another stack.mjs (pid ${holder}) holds ${rel(FILES.lock)}`);
-      await sleep(250);
-    }
-  }
-  try { return await fn(); } finally { try { if (readPid(FILES.lock) === process.pid) fs.unlinkSync(FILES.lock); } catch { /* ignore */ } }
-}
-
-/**
- * Runs a long first-run step (a package install, a download) with a line when it starts, one every
- * 15 s while it runs, and its duration at the end: a silent terminal looks hung.
- */
-export async function timed(label, log, fn, everyMs = 15_000) {
-  const t0 = Date.now();
-  const secs = () => Math.round((Date.now() - t0) / 1000);
-  const ticker = setInterval(() => log(`${label} … still running (${secs()} s)`), everyMs);
-  try {
-    const result = await fn();
-    log(`${label} done in ${secs()} s`);
-    return result;
-  } finally {
-    clearInterval(ticker);
-  }
-}
-
-/**
- * The service processes a launcher started (`npm run up`: api, edge, pipeline; the simulator), so
- * `stack.mjs status` can list them beside the engines: name → { pid, port, health (URL), startedAt }.
- */
-export const PROCESSES_FILE = path.join(STACK_DIR, 'processes.json');
-
-export function readProcesses() {
-  try { return JSON.parse(fs.readFileSync(PROCESSES_FILE, 'utf8')); } catch { return {}; }
-}
-
-export function registerProcess(name, info) {
-  mkdirp(STACK_DIR);
-  const all = readProcesses();
-  all[name] = { ...info, startedAt: new Date().toISOString() };
-  fs.writeFileSync(PROCESSES_FILE, `${JSON.stringify(all, null, 2)}\n`);
-}
-
-export function unregisterProcess(name, pid) {
-  const all = readProcesses();
-  if (!all[name] || (pid !== undefined && all[name].pid !== pid)) return;
-  delete all[name];
-  try { fs.writeFileSync(PROCESSES_FILE, `${JSON.stringify(all, null, 2)}\n`); } catch { /* the stack folder is gone */ }
-}
-
-export function readState() {
-  try { return JSON.parse(fs.readFileSync(FILES.state, 'utf8')); } catch { return { services: {} }; }
-}
-
-export function writeState(state) {
-  mkdirp(STACK_DIR);
-  fs.writeFileSync(FILES.state, `${JSON.stringify(state, null, 2)}\n`);
 }

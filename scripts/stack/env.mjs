@@ -74,7 +74,12 @@ export function localPassword(key) {
   return value;
 }
 
-const LOCAL_PORT_OF = { DATABASE_URL: PORTS.postgres, CLICKHOUSE_URL: PORTS.clickhouseHttp, KAFKA_BROKERS: PORTS.kafka, REDIS_URL: PORTS.redis };
+const LOCAL_PORT_OF = {
+  DATABASE_URL: PORTS.postgres,
+  CLICKHOUSE_URL: PORTS.clickhouseHttp,
+  KAFKA_BROKERS: PORTS.kafka,
+  REDIS_URL: PORTS.redis,
+};
 
 /** host:port endpoints named by an engine URL (KAFKA_BROKERS is a comma-separated host:port list). */
 function endpointsOf(key, value) {
@@ -83,10 +88,14 @@ function endpointsOf(key, value) {
     return `${['localhost', '127.0.0.1', '::1'].includes(h) ? 'loopback' : h}:${port}`;
   };
   if (key === 'KAFKA_BROKERS') {
-    return value.split(',').map((b) => b.trim().replace(/^[a-z]+:\/\//i, '')).filter(Boolean).map((b) => {
-      const i = b.lastIndexOf(':');
-      return i > 0 ? norm(b.slice(0, i), b.slice(i + 1)) : norm(b, '9092');
-    });
+    return value
+      .split(',')
+      .map((b) => b.trim().replace(/^[a-z]+:\/\//i, ''))
+      .filter(Boolean)
+      .map((b) => {
+        const i = b.lastIndexOf(':');
+        return i > 0 ? norm(b.slice(0, i), b.slice(i + 1)) : norm(b, '9092');
+      });
   }
   try {
     const u = new URL(value);

@@ -7,7 +7,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  ENGINE_DIRS, HOST, PORTS, TEMPLATES, killAndWait, pidIs, portOpen, privateDir, readPid, render, run, spawnDetached, writeIfChanged, writtenWithin,
+  ENGINE_DIRS,
+  HOST,
+  PORTS,
+  TEMPLATES,
+  killAndWait,
+  pidIs,
+  portOpen,
+  privateDir,
+  readPid,
+  render,
+  run,
+  spawnDetached,
+  writeIfChanged,
+  writtenWithin,
 } from './common.mjs';
 import { clusterIdIn, ensureLibs, formatStorage, javaArgs, missingPackages, rotateLog, startedLogged } from './kafka.mjs';
 
@@ -45,20 +58,27 @@ function clusterNode(n) {
     // A node is "started" only once a quorum has formed: it waits for the others' JVMs too.
     timeoutMs: 150_000,
     missingPackages,
-    pid() { return readPid(f.pid); },
+    pid() {
+      return readPid(f.pid);
+    },
     // Still logging: recovering its partitions after an unclean stop.
-    busy() { return writtenWithin(f.out, 10_000); },
+    busy() {
+      return writtenWithin(f.out, 10_000);
+    },
     prepare() {
       privateDir(DIR);
       privateDir(dir);
       privateDir(f.data);
-      writeIfChanged(f.props, render('kafka/cluster.properties', {
-        NODE_ID: n,
-        VOTERS: ids.map((i) => `${i}@${HOST}:${controllerPort(i)}`).join(','),
-        KAFKA_DATA_DIR: f.data,
-        BROKER_PORT: brokerPort(n),
-        CONTROLLER_PORT: controllerPort(n),
-      }));
+      writeIfChanged(
+        f.props,
+        render('kafka/cluster.properties', {
+          NODE_ID: n,
+          VOTERS: ids.map((i) => `${i}@${HOST}:${controllerPort(i)}`).join(','),
+          KAFKA_DATA_DIR: f.data,
+          BROKER_PORT: brokerPort(n),
+          CONTROLLER_PORT: controllerPort(n),
+        }),
+      );
       writeIfChanged(LOG4J, fs.readFileSync(path.join(TEMPLATES, 'kafka/log4j.properties'), 'utf8'));
       // Made here, before the nodes start concurrently: all three must be formatted with one id.
       clusterIdIn(CLUSTER_ID);
@@ -66,7 +86,15 @@ function clusterNode(n) {
 
     async start({ log }) {
       await ensureLibs(log);
-      await formatStorage({ name: this.name, data: f.data, props: f.props, out: f.out, id: clusterIdIn(CLUSTER_ID), log, javaOpts: JAVA_OPTS });
+      await formatStorage({
+        name: this.name,
+        data: f.data,
+        props: f.props,
+        out: f.out,
+        id: clusterIdIn(CLUSTER_ID),
+        log,
+        javaOpts: JAVA_OPTS,
+      });
       this.logOffset = rotateLog(f.out);
       const pid = spawnDetached('java', javaArgs(['kafka.Kafka', f.props], JAVA_OPTS), f.out, { cwd: dir });
       fs.writeFileSync(f.pid, `${pid}\n`);
@@ -94,10 +122,13 @@ export const kafkaCluster = ids.map(clusterNode);
 /** The node id of the quorum's leader (the active controller), or null when no controller answers. */
 export async function quorumLeader() {
   const controllers = ids.map((n) => `${HOST}:${controllerPort(n)}`).join(',');
-  const r = await run('java', javaArgs(
-    ['org.apache.kafka.tools.MetadataQuorumCommand', '--bootstrap-controller', controllers, 'describe', '--status'],
-    { heap: ['-Xmx128m'], log4j: LOG4J },
-  ));
+  const r = await run(
+    'java',
+    javaArgs(['org.apache.kafka.tools.MetadataQuorumCommand', '--bootstrap-controller', controllers, 'describe', '--status'], {
+      heap: ['-Xmx128m'],
+      log4j: LOG4J,
+    }),
+  );
   const m = r.out.match(/^LeaderId:\s+(\d+)/m);
   return r.code === 0 && m ? Number(m[1]) : null;
 }

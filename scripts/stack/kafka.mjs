@@ -6,9 +6,26 @@ import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  ENGINE_DIRS, PORTS, StackError, TEMPLATES, exists, killAndWait, pidIs, portOpen, privateDir, readPid, readText, rel,
-  render, run, spawnDetached, timed, which, writeIfChanged, writtenWithin,
+  ENGINE_DIRS,
+  PORTS,
+  StackError,
+  TEMPLATES,
+  exists,
+  killAndWait,
+  pidIs,
+  portOpen,
+  privateDir,
+  readPid,
+  readText,
+  rel,
+  render,
+  run,
+  spawnDetached,
+  which,
+  writeIfChanged,
+  writtenWithin,
 } from './common.mjs';
+import { timed } from './state.mjs';
 
 const DIR = ENGINE_DIRS.kafka;
 const F = {
@@ -25,9 +42,16 @@ const F = {
 
 export function javaArgs(extra, { heap = ['-Xms256m', '-Xmx768m'], log4j = F.log4j } = {}) {
   return [
-    ...heap, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-XX:+ExitOnOutOfMemoryError',
-    '-Djava.awt.headless=true', '-Djava.net.preferIPv4Stack=true', `-Dlog4j.configuration=file:${log4j}`,
-    '-cp', `${F.libs}/*`, ...extra,
+    ...heap,
+    '-XX:+UseG1GC',
+    '-XX:MaxGCPauseMillis=20',
+    '-XX:+ExitOnOutOfMemoryError',
+    '-Djava.awt.headless=true',
+    '-Djava.net.preferIPv4Stack=true',
+    `-Dlog4j.configuration=file:${log4j}`,
+    '-cp',
+    `${F.libs}/*`,
+    ...extra,
   ];
 }
 
@@ -38,7 +62,9 @@ let fetching = null;
  * single broker and the cluster's nodes start concurrently: they share one fetch.
  */
 export function ensureLibs(log) {
-  fetching ??= fetchLibs(log).finally(() => { fetching = null; });
+  fetching ??= fetchLibs(log).finally(() => {
+    fetching = null;
+  });
   return fetching;
 }
 
@@ -50,9 +76,11 @@ async function fetchLibs(log) {
   log(`kafka      fetching jars with mvn (${rel(F.mvnLog)})`);
   const tmp = `${F.libs}.tmp`;
   fs.rmSync(tmp, { recursive: true, force: true });
-  const r = await timed('kafka      mvn', log, () => run('mvn', ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`], {
-    outFile: F.mvnLog,
-  }));
+  const r = await timed('kafka      mvn', log, () =>
+    run('mvn', ['-q', '-B', '-f', pom, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`], {
+      outFile: F.mvnLog,
+    }),
+  );
   const got = exists(tmp) ? fs.readdirSync(tmp) : [];
   if (r.code !== 0 || !got.some((j) => j.startsWith('kafka_2.13-'))) {
     throw new StackError('kafka', `mvn dependency:copy-dependencies failed (exit ${r.code})`, F.mvnLog);
@@ -68,7 +96,9 @@ export function clusterIdIn(file) {
   if (!id) {
     // Same shape as `kafka-storage random-uuid`: a random (v4) UUID, base64url without padding,
     // never starting with '-'. Saves one JVM start (~1-2 s) on a cold boot.
-    do { id = Buffer.from(randomUUID().replace(/-/g, ''), 'hex').toString('base64url'); } while (id.startsWith('-'));
+    do {
+      id = Buffer.from(randomUUID().replace(/-/g, ''), 'hex').toString('base64url');
+    } while (id.startsWith('-'));
     fs.writeFileSync(file, `${id}\n`);
   }
   return id;
@@ -87,7 +117,9 @@ export async function formatStorage({ name, data, props, out, id, log, javaOpts 
 export function rotateLog(file) {
   try {
     if (fs.statSync(file).size > 50 * 1024 * 1024) fs.renameSync(file, `${file}.1`);
-  } catch { /* no log yet */ }
+  } catch {
+    /* no log yet */
+  }
   return exists(file) ? fs.statSync(file).size : 0;
 }
 
@@ -101,7 +133,11 @@ export function startedLogged(file, offset) {
     const buf = Buffer.alloc(size - from);
     fs.readSync(fd, buf, 0, buf.length, from);
     return buf.toString('utf8').includes('Kafka Server started');
-  } catch { return false; } finally { if (fd != null) fs.closeSync(fd); }
+  } catch {
+    return false;
+  } finally {
+    if (fd != null) fs.closeSync(fd);
+  }
 }
 
 export const missingPackages = () => [which('java') ? null : 'openjdk-17-jre-headless', which('mvn') ? null : 'maven'].filter(Boolean);
@@ -114,13 +150,20 @@ export const kafka = {
   marker: ['kafka.Kafka', F.props],
   timeoutMs: 90_000,
   missingPackages,
-  pid() { return readPid(F.pid); },
+  pid() {
+    return readPid(F.pid);
+  },
   prepare() {
     privateDir(DIR);
     privateDir(F.data);
-    writeIfChanged(F.props, render('kafka/server.properties', {
-      KAFKA_DATA_DIR: F.data, BROKER_PORT: PORTS.kafka, CONTROLLER_PORT: PORTS.kafkaController,
-    }));
+    writeIfChanged(
+      F.props,
+      render('kafka/server.properties', {
+        KAFKA_DATA_DIR: F.data,
+        BROKER_PORT: PORTS.kafka,
+        CONTROLLER_PORT: PORTS.kafkaController,
+      }),
+    );
     writeIfChanged(F.log4j, fs.readFileSync(path.join(TEMPLATES, 'kafka/log4j.properties'), 'utf8'));
   },
 
@@ -134,7 +177,9 @@ export const kafka = {
   },
 
   /** Still logging: after an unclean stop the broker recovers every partition's log before it answers. */
-  busy() { return writtenWithin(F.out, 10_000); },
+  busy() {
+    return writtenWithin(F.out, 10_000);
+  },
 
   async ready({ fresh } = {}) {
     if (!(await portOpen(PORTS.kafka))) return false;

@@ -3,7 +3,13 @@ export declare const LOG_FILES: readonly string[];
 export declare const LOG_MODE: number;
 export declare function nginxBinary(): string | null;
 export declare const WEB_ROOT: string;
-export declare function renderConfig(o: { prefix: string; port: number; apiPort: number | number[]; edgePort: number; webRoot?: string }): string;
+export declare function renderConfig(o: {
+  prefix: string;
+  port: number;
+  apiPort: number | number[];
+  edgePort: number;
+  webRoot?: string;
+}): string;
 export declare function writeFrontDoor(
   prefix: string,
   o: { port: number; apiPort: number | number[]; edgePort: number; webRoot?: string },

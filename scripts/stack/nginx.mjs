@@ -7,7 +7,22 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  HOST, PORTS, ROOT, STACK_DIR, StackError, TEMPLATES, killAndWait, mkdirp, pidIs, portOpen, readPid, readText, render, run, sleep, which,
+  HOST,
+  PORTS,
+  ROOT,
+  STACK_DIR,
+  StackError,
+  TEMPLATES,
+  killAndWait,
+  mkdirp,
+  pidIs,
+  portOpen,
+  readPid,
+  readText,
+  render,
+  run,
+  sleep,
+  which,
   writeIfChanged,
 } from './common.mjs';
 import { upstreamPorts } from './env.mjs';
@@ -44,8 +59,16 @@ export function renderConfig({ prefix, port, apiPort, edgePort, webRoot = WEB_RO
   const nofile = Math.min(hardNofile(), 65536);
   const workerConnections = Math.max(512, Math.min(16384, Math.floor(nofile / 2) - 32));
   return render('nginx/nginx.conf', {
-    PREFIX: prefix, PORT: port, EDGE_PORT: edgePort,
-    API_SERVERS: [apiPort].flat().map((p) => `server ${HOST}:${p};`).join('\n        '), WEB_ROOT: webRoot, NOFILE: nofile, WORKER_CONNECTIONS: workerConnections,
+    PREFIX: prefix,
+    PORT: port,
+    EDGE_PORT: edgePort,
+    API_SERVERS: [apiPort]
+      .flat()
+      .map((p) => `server ${HOST}:${p};`)
+      .join('\n        '),
+    WEB_ROOT: webRoot,
+    NOFILE: nofile,
+    WORKER_CONNECTIONS: workerConnections,
   });
 }
 
@@ -80,7 +103,13 @@ export function writeFrontDoor(prefix, { port, apiPort, edgePort, webRoot = WEB_
 
 /** Command-line arguments for an nginx run from `prefix`/nginx.conf. */
 export const nginxArgs = (prefix, extra = []) => [
-  '-e', path.join(prefix, 'error.log'), '-p', `${prefix}/`, '-c', path.join(prefix, 'nginx.conf'), ...extra,
+  '-e',
+  path.join(prefix, 'error.log'),
+  '-p',
+  `${prefix}/`,
+  '-c',
+  path.join(prefix, 'nginx.conf'),
+  ...extra,
 ];
 
 /**
@@ -99,10 +128,12 @@ export async function runFrontDoor(dir, args = nginxArgs(dir)) {
   fs.closeSync(fd);
   const output = () => fs.readFileSync(stdio, 'utf8');
   let running = true;
-  const exited = new Promise((resolve) => child.once('exit', () => {
-    running = false;
-    resolve();
-  }));
+  const exited = new Promise((resolve) =>
+    child.once('exit', () => {
+      running = false;
+      resolve();
+    }),
+  );
   const deadline = Date.now() + 10_000;
   while (!(await portOpen(port))) {
     if (!running || Date.now() > deadline) {
@@ -130,14 +161,18 @@ export const nginx = {
   marker: ['nginx', CONF],
   timeoutMs: 60_000,
   missingPackages: () => (which('nginx') ? [] : ['nginx-light']),
-  pid() { return readPid(PID); },
+  pid() {
+    return readPid(PID);
+  },
   prepare(notes) {
     const { api, edge } = upstreamPorts();
     const { changed, emptied } = writeFrontDoor(DIR, { port: PORTS.nginx, apiPort: api, edgePort: edge });
     this.confChanged = changed;
     if (emptied.length) notes.push(`nginx      note: emptied ${emptied.join(', ')}: written by an older config that logged API keys`);
   },
-  async ready() { return portOpen(PORTS.nginx); },
+  async ready() {
+    return portOpen(PORTS.nginx);
+  },
   async start() {
     const t = await run(which('nginx'), nginxArgs(DIR, ['-t', '-q']), { cwd: DIR });
     if (t.code !== 0) throw new StackError('nginx', `config test failed: ${t.out.trim().split('\n')[0]}`, ERR_LOG);

@@ -1,7 +1,8 @@
 // Installs (with apt-get, as root) the Debian packages the local engines need and lacks.
 // Each engine module says what it misses through `missingPackages()`.
 
-import { FILES, isRoot, rel, run, timed, which } from './common.mjs';
+import { FILES, isRoot, rel, run, which } from './common.mjs';
+import { timed } from './state.mjs';
 
 /** Debian's Chromium, driven by the browser tests (test/web/) through playwright-core. */
 export const chromium = {
@@ -33,7 +34,8 @@ export async function ensurePackages(services, log, quiet) {
     const upd = await run('apt-get', ['update'], opts);
     if (upd.code !== 0) throw new Error(`stack: apt-get update failed (exit ${upd.code}${quiet ? `, see ${rel(FILES.apt)}` : ''})`);
     const inst = await run('apt-get', ['install', '-y', '--no-install-recommends', ...pkgs], opts);
-    if (inst.code !== 0) throw new Error(`stack: apt-get install ${pkgs.join(' ')} failed (exit ${inst.code}${quiet ? `, see ${rel(FILES.apt)}` : ''})`);
+    if (inst.code !== 0)
+      throw new Error(`stack: apt-get install ${pkgs.join(' ')} failed (exit ${inst.code}${quiet ? `, see ${rel(FILES.apt)}` : ''})`);
   });
   const still = missingOf(services);
   if (still.length) throw new Error(`stack: still missing after apt-get install: ${still.join(' ')}`);

@@ -5,8 +5,25 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  ENGINE_DIRS, HOST, PORTS, STACK_DIR, StackError, exists, isRoot, killAndWait, mkdirp, pidAlive, pidIs, portOpen,
-  PRIVATE_DIR_MODE, privateDir, readPid, readText, rel, run, writeIfChanged,
+  ENGINE_DIRS,
+  HOST,
+  PORTS,
+  STACK_DIR,
+  StackError,
+  exists,
+  isRoot,
+  killAndWait,
+  mkdirp,
+  pidAlive,
+  pidIs,
+  portOpen,
+  PRIVATE_DIR_MODE,
+  privateDir,
+  readPid,
+  readText,
+  rel,
+  run,
+  writeIfChanged,
 } from './common.mjs';
 
 const DIR = ENGINE_DIRS.postgres;
@@ -18,7 +35,14 @@ function binDir() {
   const ok = (v) => exists(path.join(base, v, 'bin', 'pg_ctl')) && exists(path.join(base, v, 'bin', 'postgres'));
   if (ok('15')) return path.join(base, '15', 'bin');
   let versions = [];
-  try { versions = fs.readdirSync(base).filter(ok).sort((a, b) => Number(b) - Number(a)); } catch { /* none */ }
+  try {
+    versions = fs
+      .readdirSync(base)
+      .filter(ok)
+      .sort((a, b) => Number(b) - Number(a));
+  } catch {
+    /* none */
+  }
   return versions.length ? path.join(base, versions[0], 'bin') : null;
 }
 
@@ -54,10 +78,11 @@ async function init(log) {
   const tmp = `${DATA}.init`;
   fs.rmSync(tmp, { recursive: true, force: true });
   fs.rmSync(DATA, { recursive: true, force: true });
-  const r = await run(bin('initdb'), [
-    '-D', tmp, '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8',
-    '--auth-local=trust', '--auth-host=scram-sha-256',
-  ], { cwd: DIR, asPostgres: true, outFile: LOG });
+  const r = await run(
+    bin('initdb'),
+    ['-D', tmp, '-U', 'postgres', '-E', 'UTF8', '--locale=C.UTF-8', '--auth-local=trust', '--auth-host=scram-sha-256'],
+    { cwd: DIR, asPostgres: true, outFile: LOG },
+  );
   if (r.code !== 0) throw new StackError('postgres', `initdb failed (exit ${r.code})`, LOG);
   fs.appendFileSync(path.join(tmp, 'postgresql.conf'), "\n# Local stack settings (scripts/stack.mjs)\ninclude_if_exists = 'stack.conf'\n");
   fs.renameSync(tmp, DATA);
@@ -95,9 +120,11 @@ async function bootstrap() {
     "SELECT 'CREATE DATABASE venue_test OWNER venue' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'venue_test')\\gexec",
     '',
   ].join('\n');
-  const r = await run(bin('psql'), [
-    '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', socketDir(), '-p', String(PORTS.postgres), '-U', 'postgres', '-d', 'postgres', '-f', '-',
-  ], { input: sql, cwd: DIR, env: { ...process.env, PGCONNECT_TIMEOUT: '10' } });
+  const r = await run(
+    bin('psql'),
+    ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', socketDir(), '-p', String(PORTS.postgres), '-U', 'postgres', '-d', 'postgres', '-f', '-'],
+    { input: sql, cwd: DIR, env: { ...process.env, PGCONNECT_TIMEOUT: '10' } },
+  );
   if (r.code !== 0) throw new StackError('postgres', `creating role/databases failed: ${r.out.trim().split('\n').pop()}`, LOG);
 }
 
@@ -109,7 +136,9 @@ export const postgres = {
   marker: ['postgres', DATA],
   timeoutMs: 60_000,
   missingPackages: () => (binDir() ? [] : ['postgresql']),
-  pid() { return readPid(path.join(DATA, 'postmaster.pid')); },
+  pid() {
+    return readPid(path.join(DATA, 'postmaster.pid'));
+  },
 
   prepare(notes) {
     privateDir(DIR);
@@ -122,10 +151,13 @@ export const postgres = {
     if (!ids) throw new StackError('postgres', 'system user "postgres" not found (is the postgresql package installed?)');
     // The server runs as `postgres`: every parent of .stack/postgres must be traversable by it.
     const dirs = [];
-    for (let d = path.dirname(DIR); ; d = path.dirname(d)) { dirs.push(d); if (d === path.dirname(d)) break; }
+    for (let d = path.dirname(DIR); ; d = path.dirname(d)) {
+      dirs.push(d);
+      if (d === path.dirname(d)) break;
+    }
     for (const d of dirs) {
       const st = fs.statSync(d);
-      const canTraverse = st.uid === ids.uid ? (st.mode & 0o100) : st.gid === ids.gid ? (st.mode & 0o010) : (st.mode & 0o001);
+      const canTraverse = st.uid === ids.uid ? st.mode & 0o100 : st.gid === ids.gid ? st.mode & 0o010 : st.mode & 0o001;
       if (!canTraverse) {
         fs.chmodSync(d, (st.mode & 0o7777) | 0o001);
         notes.push(`postgres   note: added o+x (traverse only) to ${d} so the postgres user can reach ${rel(DIR)}`);
@@ -137,29 +169,38 @@ export const postgres = {
     fs.chownSync(LOG, ids.uid, ids.gid);
     if (exists(DATA)) {
       const st = fs.statSync(DATA);
-      if (st.uid !== ids.uid) throw new StackError('postgres', `${rel(DATA)} is not owned by the postgres user — fix with: chown -R postgres:postgres ${DATA}`);
+      if (st.uid !== ids.uid)
+        throw new StackError('postgres', `${rel(DATA)} is not owned by the postgres user — fix with: chown -R postgres:postgres ${DATA}`);
     }
   },
 
-  async ready() { return portOpen(PORTS.postgres); },
+  async ready() {
+    return portOpen(PORTS.postgres);
+  },
 
   async start({ log }) {
     await init(log);
     writeConf();
     const r = await run(bin('pg_ctl'), ['-D', DATA, '-l', LOG, '-w', '-t', '60', '-s', 'start'], {
-      cwd: DIR, asPostgres: true, outFile: LOG,
+      cwd: DIR,
+      asPostgres: true,
+      outFile: LOG,
     });
     if (r.code !== 0) throw new StackError('postgres', `pg_ctl start failed (exit ${r.code})`, LOG);
     return this.pid();
   },
 
-  async afterReady() { await bootstrap(); },
+  async afterReady() {
+    await bootstrap();
+  },
 
   async stop() {
     const pid = this.pid();
     if (!pid || !pidIs(pid, this.marker)) return 'not running';
     const r = await run(bin('pg_ctl'), ['-D', DATA, '-m', 'fast', '-w', '-t', '60', '-s', 'stop'], {
-      cwd: DIR, asPostgres: true, outFile: LOG,
+      cwd: DIR,
+      asPostgres: true,
+      outFile: LOG,
     });
     if (r.code !== 0 && pidAlive(pid)) return killAndWait(pid, 30_000);
     return 'stopped';

@@ -5,7 +5,19 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import {
-  ENGINE_DIRS, HOST, PORTS, StackError, killAndWait, pidIs, privateDir, readPid, render, run, sleep, which, writeIfChanged,
+  ENGINE_DIRS,
+  HOST,
+  PORTS,
+  StackError,
+  killAndWait,
+  pidIs,
+  privateDir,
+  readPid,
+  render,
+  run,
+  sleep,
+  which,
+  writeIfChanged,
 } from './common.mjs';
 import { localPassword } from './env.mjs';
 
@@ -24,7 +36,10 @@ function redisCommands(port, commands, timeoutMs = 1000) {
   return new Promise((resolve) => {
     const s = net.connect({ port, host: HOST });
     let buf = '';
-    const done = (v) => { s.destroy(); resolve(v); };
+    const done = (v) => {
+      s.destroy();
+      resolve(v);
+    };
     s.setTimeout(timeoutMs, () => done(null));
     s.once('connect', () => s.write(wire));
     s.on('data', (c) => {
@@ -45,13 +60,24 @@ export const redis = {
   marker: ['redis-server', `:${PORTS.redis}`],
   timeoutMs: 60_000,
   missingPackages: () => [which('redis-server') ? null : 'redis-server', which('redis-cli') ? null : 'redis-tools'].filter(Boolean),
-  pid() { return readPid(PID); },
+  pid() {
+    return readPid(PID);
+  },
   prepare() {
     privateDir(DIR);
     this.password = localPassword('REDIS_PASSWORD');
-    writeIfChanged(CONF, render('redis/redis.conf', {
-      PORT: PORTS.redis, HOST, PASSWORD: this.password, DIR, LOG, PID,
-    }), 0o600);
+    writeIfChanged(
+      CONF,
+      render('redis/redis.conf', {
+        PORT: PORTS.redis,
+        HOST,
+        PASSWORD: this.password,
+        DIR,
+        LOG,
+        PID,
+      }),
+      0o600,
+    );
   },
   /**
    * A fresh server must take the password. A reused one only has to answer: NOAUTH is an answer
@@ -66,7 +92,11 @@ export const redis = {
     return reply === '+PONG' || !!reply?.startsWith('-NOAUTH');
   },
   async start() {
-    try { fs.unlinkSync(PID); } catch { /* none */ }
+    try {
+      fs.unlinkSync(PID);
+    } catch {
+      /* none */
+    }
     const r = await run(which('redis-server'), [CONF], { cwd: DIR, outFile: LOG });
     if (r.code !== 0) throw new StackError('redis', `redis-server exited with ${r.code}`, LOG);
     // The daemonized child writes the pid file shortly after the parent returns.
@@ -81,7 +111,11 @@ export const redis = {
     const [auth] = (await redisCommands(PORTS.redis, [['AUTH', this.password]])) ?? [];
     if (auth === '+OK') return null;
     if (auth?.includes('without any password configured') || auth?.includes('no password is set')) {
-      const [set, check] = (await redisCommands(PORTS.redis, [['CONFIG', 'SET', 'requirepass', this.password], ['AUTH', this.password]])) ?? [];
+      const [set, check] =
+        (await redisCommands(PORTS.redis, [
+          ['CONFIG', 'SET', 'requirepass', this.password],
+          ['AUTH', this.password],
+        ])) ?? [];
       if (set === '+OK' && check === '+OK') return 'password set';
       throw new StackError('redis', `setting requirepass failed: ${set ?? 'no answer'}`, LOG);
     }

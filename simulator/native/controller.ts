@@ -45,7 +45,23 @@ export function ensureCertificate(dir: string): CertificateFiles {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     execFileSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '3650', '-subj', '/CN=127.0.0.1', '-keyout', keyPath, '-out', certPath],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '3650',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-keyout',
+        keyPath,
+        '-out',
+        certPath,
+      ],
       { stdio: 'ignore' },
     );
     chmodSync(keyPath, 0o600);

@@ -89,7 +89,13 @@ export class NativeLinks {
   /** Starts the fake controller (if a venue has UniFi), registers every native link's config, and checks Meraki's validator as Meraki does. */
   static async start(opts: NativeOptions): Promise<NativeLinks> {
     const needsController = opts.venues.some((v) => v.connectors.includes('unifi'));
-    const controller = needsController ? await FakeUnifiController.start({ certDir: opts.certDir, log: opts.log, ...(opts.controllerPort ? { port: opts.controllerPort } : {}) }) : undefined;
+    const controller = needsController
+      ? await FakeUnifiController.start({
+          certDir: opts.certDir,
+          log: opts.log,
+          ...(opts.controllerPort ? { port: opts.controllerPort } : {}),
+        })
+      : undefined;
     const links = new NativeLinks(opts, controller);
     try {
       await links.register();
@@ -132,7 +138,14 @@ export class NativeLinks {
    * Queues a stream's batch for delivery (waits only while the stream already has `maxQueued`
    * batches waiting); `done` runs once every part of it was delivered, in stream order.
    */
-  async enqueue(streamId: string, venue: SimVenue, connector: ConnectorType, events: GeneratedEvent[], liveFrom: number, done: (o: NativeOutcome) => void): Promise<void> {
+  async enqueue(
+    streamId: string,
+    venue: SimVenue,
+    connector: ConnectorType,
+    events: GeneratedEvent[],
+    liveFrom: number,
+    done: (o: NativeOutcome) => void,
+  ): Promise<void> {
     let courier = this.couriers.get(streamId);
     if (!courier) this.couriers.set(streamId, (courier = new Courier()));
     await courier.push(async () => done(await this.deliverBatch(venue, connector, events, liveFrom)), this.opts.maxQueued ?? 2);
@@ -151,14 +164,22 @@ export class NativeLinks {
     if (!this.controller) return;
     const pending = this.controller.pending();
     if (pending > 0 && waitMs > 0 && !this.opts.stopping()) {
-      this.opts.log.info({ records: pending }, `waiting up to ${Math.round(waitMs / 1000)} s for the UniFi poller to fetch the last records`);
+      this.opts.log.info(
+        { records: pending },
+        `waiting up to ${Math.round(waitMs / 1000)} s for the UniFi poller to fetch the last records`,
+      );
       const until = Date.now() + waitMs;
       let all = false;
       while (!all && Date.now() < until && !this.opts.stopping()) {
         all = await this.controller.waitServed(Math.min(30_000, until - Date.now()), this.opts.stopping);
-        if (!all && Date.now() < until && !this.opts.stopping()) this.opts.log.info({ records: this.controller.pending() }, 'still waiting for the UniFi poller (Ctrl-C to stop now)');
+        if (!all && Date.now() < until && !this.opts.stopping())
+          this.opts.log.info({ records: this.controller.pending() }, 'still waiting for the UniFi poller (Ctrl-C to stop now)');
       }
-      if (!all) this.opts.log.warn({ records: this.controller.pending() }, 'UniFi records the poller has not fetched are dropped (is the pipeline running its pollers?); the state file counts them as sent');
+      if (!all)
+        this.opts.log.warn(
+          { records: this.controller.pending() },
+          'UniFi records the poller has not fetched are dropped (is the pipeline running its pollers?); the state file counts them as sent',
+        );
     }
     await this.controller.close();
   }
@@ -177,11 +198,26 @@ export class NativeLinks {
     return `native: ${parts.join(' · ') || '-'}${left.length ? ` (${left.join(', ')}: /ingest only, no receiver)` : ''}`;
   }
 
-  private async deliverBatch(venue: SimVenue, connector: ConnectorType, events: GeneratedEvent[], liveFrom: number): Promise<NativeOutcome> {
+  private async deliverBatch(
+    venue: SimVenue,
+    connector: ConnectorType,
+    events: GeneratedEvent[],
+    liveFrom: number,
+  ): Promise<NativeOutcome> {
     const link = this.link(venue, connector);
-    const out: NativeOutcome = { ingestEvents: events, ingestAnswer: undefined, native: { deliveries: 0, refused: 0, accepted: 0, rejected: 0, ignored: 0, records: 0 } };
+    const out: NativeOutcome = {
+      ingestEvents: events,
+      ingestAnswer: undefined,
+      native: { deliveries: 0, refused: 0, accepted: 0, rejected: 0, ignored: 0, records: 0 },
+    };
     if (!link) {
-      out.ingestAnswer = events.length ? await this.opts.client.ingest(venue.id, connector, events.map((e) => e.event)) : undefined;
+      out.ingestAnswer = events.length
+        ? await this.opts.client.ingest(
+            venue.id,
+            connector,
+            events.map((e) => e.event),
+          )
+        : undefined;
       return out;
     }
     const t = translate(connector, events, { venue, link, liveFrom });
@@ -226,7 +262,12 @@ export class NativeLinks {
     if (failure !== undefined) throw failure;
     // What has no vendor form goes last, so a stop part-way leaves nothing on /ingest to be sent twice.
     out.ingestEvents = t.ingest;
-    if (t.ingest.length > 0) out.ingestAnswer = await this.opts.client.ingest(venue.id, connector, t.ingest.map((e) => e.event));
+    if (t.ingest.length > 0)
+      out.ingestAnswer = await this.opts.client.ingest(
+        venue.id,
+        connector,
+        t.ingest.map((e) => e.event),
+      );
     return out;
   }
 
@@ -265,7 +306,11 @@ export class NativeLinks {
       case 'meraki':
         return { webhook_secret: newSecret(), validator: newValidator() };
       case 'square':
-        return { webhook_signature_key: newSecret(), notification_url: notificationUrl(this.opts.url, integrationId), location_id: squareLocation(venue) };
+        return {
+          webhook_signature_key: newSecret(),
+          notification_url: notificationUrl(this.opts.url, integrationId),
+          location_id: squareLocation(venue),
+        };
       case 'density':
         return { webhook_header_name: 'X-Density-Token', webhook_header_value: newSecret() };
       case 'verkada':
@@ -288,9 +333,13 @@ export class NativeLinks {
   private async checkValidator(venue: SimVenue, link: LinkConfig): Promise<void> {
     const res = await fetch(`${this.opts.url}/hooks/${link.integrationId}`, { signal: AbortSignal.timeout(10_000) });
     const body = (await res.text()).trim();
-    if (res.status === 404) throw new ApiError(404, body, `GET /hooks/${link.integrationId} (no webhook receiver: is the service older than the native links?)`);
+    if (res.status === 404)
+      throw new ApiError(404, body, `GET /hooks/${link.integrationId} (no webhook receiver: is the service older than the native links?)`);
     if (res.status !== 200 || body !== link.config.validator) {
-      this.opts.log.warn({ venue: venue.key, status: res.status }, "Meraki's validator check failed: the receiver did not answer the validator");
+      this.opts.log.warn(
+        { venue: venue.key, status: res.status },
+        "Meraki's validator check failed: the receiver did not answer the validator",
+      );
     }
   }
 }

@@ -31,7 +31,8 @@ export function merakiTranslate(events: GeneratedEvent[], ctx: TranslateContext)
   const deliveries: Delivery[] = [];
   for (let i = 0; i < history.length; i += MAX_OBSERVATIONS) deliveries.push(v3Post(history.slice(i, i + MAX_OBSERVATIONS), ctx));
   if ((ctx.link.merakiVersion ?? 2) === 2) {
-    for (const group of groupBy(live, (e) => `${Math.floor(e.ts / MINUTE)}|${String(e.event.payload.apMac)}`)) deliveries.push(v2Post(group, ctx));
+    for (const group of groupBy(live, (e) => `${Math.floor(e.ts / MINUTE)}|${String(e.event.payload.apMac)}`))
+      deliveries.push(v2Post(group, ctx));
   } else {
     for (const group of groupBy(live, (e) => String(Math.floor(e.ts / MINUTE)))) {
       for (let i = 0; i < group.length; i += MAX_OBSERVATIONS) deliveries.push(v3Post(group.slice(i, i + MAX_OBSERVATIONS), ctx));

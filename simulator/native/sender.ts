@@ -52,7 +52,8 @@ export class HookSender {
     let uncertain = false;
     let deadline: number | undefined;
     const stopAt = () => {
-      if (deadline === undefined && this.opts.stopping?.()) deadline = this.clock.now() + (uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
+      if (deadline === undefined && this.opts.stopping?.())
+        deadline = this.clock.now() + (uncertain ? (this.opts.stopGraceMs ?? 20_000) : 0);
       return deadline ?? Infinity;
     };
     const wait = async (ms: number) => {
@@ -68,7 +69,11 @@ export class HookSender {
         this.stats.requests++;
         res = await fetch(this.opts.url + path, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'user-agent': `simulator (${d.kind})`, ...d.headers((this.opts.now ?? Date.now)()) },
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': `simulator (${d.kind})`,
+            ...d.headers((this.opts.now ?? Date.now)()),
+          },
           body: d.body,
           signal: AbortSignal.timeout(30_000),
         });
@@ -103,10 +108,20 @@ export class HookSender {
         backoff = Math.min(30_000, backoff * 2);
         continue;
       }
-      if (res.status === 404) throw new ApiError(404, parsed, `${d.kind} to ${path} (no webhook receiver for this integration: is the service older than the native links?)`);
+      if (res.status === 404)
+        throw new ApiError(
+          404,
+          parsed,
+          `${d.kind} to ${path} (no webhook receiver for this integration: is the service older than the native links?)`,
+        );
       if (res.status >= 400) return { status: res.status, accepted: 0, rejected: 0, ignored: 0, refused: reason(res.status, parsed) };
       const answer = (parsed ?? {}) as { accepted?: number; rejected?: number; ignored?: number };
-      return { status: res.status, accepted: Number(answer.accepted ?? 0), rejected: Number(answer.rejected ?? 0), ignored: Number(answer.ignored ?? 0) };
+      return {
+        status: res.status,
+        accepted: Number(answer.accepted ?? 0),
+        rejected: Number(answer.rejected ?? 0),
+        ignored: Number(answer.ignored ?? 0),
+      };
     }
   }
 }
@@ -121,6 +136,7 @@ function parse(text: string): unknown {
 }
 
 function reason(status: number, body: unknown): string {
-  const msg = typeof body === 'object' && body !== null && 'error' in body ? String((body as { error: unknown }).error) : JSON.stringify(body ?? '');
+  const msg =
+    typeof body === 'object' && body !== null && 'error' in body ? String((body as { error: unknown }).error) : JSON.stringify(body ?? '');
   return `${status} ${msg}`.slice(0, 300);
 }

@@ -18,7 +18,9 @@ export function verkadaSignature(secret: string, rawBody: string, unixSeconds: n
 }
 
 export function squareSignature(signatureKey: string, notificationUrl: string, rawBody: string): string {
-  return createHmac('sha256', signatureKey).update(notificationUrl + rawBody).digest('base64');
+  return createHmac('sha256', signatureKey)
+    .update(notificationUrl + rawBody)
+    .digest('base64');
 }
 
 /** A random secret of `bytes` bytes, URL-safe (what the simulator registers in a native run). */

@@ -20,7 +20,11 @@ function split(events: GeneratedEvent[], pushed: (e: GeneratedEvent) => boolean)
 
 // ---- Square -------------------------------------------------------------------------------------
 
-export const squareMerchantId = (venueKey: string) => `MLSIM${venueKey.replace(/[^a-z]/g, '').toUpperCase().slice(0, 8)}`;
+export const squareMerchantId = (venueKey: string) =>
+  `MLSIM${venueKey
+    .replace(/[^a-z]/g, '')
+    .toUpperCase()
+    .slice(0, 8)}`;
 
 /** `payment.created` / `payment.updated` notifications, signed over notification_url + raw body. */
 export function squareTranslate(events: GeneratedEvent[], ctx: TranslateContext): Translated {
@@ -49,7 +53,14 @@ export function squareTranslate(events: GeneratedEvent[], ctx: TranslateContext)
       created_at: at,
       data: { type: 'payment', id: p.payment_id, object: { payment } },
     });
-    return { integrationId: ctx.link.integrationId, connector: 'square', body, headers: () => ({ [SQUARE_SIGNATURE_HEADER]: squareSignature(key, url, body) }), events: 1, kind: `square ${type}` };
+    return {
+      integrationId: ctx.link.integrationId,
+      connector: 'square',
+      body,
+      headers: () => ({ [SQUARE_SIGNATURE_HEADER]: squareSignature(key, url, body) }),
+      events: 1,
+      kind: `square ${type}`,
+    };
   });
   return { deliveries, ingest };
 }
@@ -70,7 +81,14 @@ export function densityTranslate(events: GeneratedEvent[], ctx: TranslateContext
       count: p.count,
       ...densityExtras(e),
     });
-    return { integrationId: ctx.link.integrationId, connector: 'density', body, headers: () => ({ [name.toLowerCase()]: value }), events: 1, kind: `density ${e.event.type}` };
+    return {
+      integrationId: ctx.link.integrationId,
+      connector: 'density',
+      body,
+      headers: () => ({ [name.toLowerCase()]: value }),
+      events: 1,
+      kind: `density ${e.event.type}`,
+    };
   });
   return { deliveries, ingest };
 }
@@ -78,7 +96,10 @@ export function densityTranslate(events: GeneratedEvent[], ctx: TranslateContext
 /** Fields Density's receiver takes beyond the documented four (an id to dedupe a re-delivery, the event time). */
 function densityExtras(e: GeneratedEvent): Payload {
   const p = e.event.payload;
-  return { id: `evt_sim${e.ts.toString(36)}${String(p.doorway_id ?? '').slice(4)}${p.direction === 1 ? 'i' : 'o'}${String(p.count)}`, timestamp: new Date(e.ts).toISOString() };
+  return {
+    id: `evt_sim${e.ts.toString(36)}${String(p.doorway_id ?? '').slice(4)}${p.direction === 1 ? 'i' : 'o'}${String(p.count)}`,
+    timestamp: new Date(e.ts).toISOString(),
+  };
 }
 
 // ---- Verkada ------------------------------------------------------------------------------------
@@ -115,7 +136,16 @@ export function verkadaTranslate(events: GeneratedEvent[], ctx: TranslateContext
         webhook_type: VERKADA_SENSOR_WEBHOOK,
         webhook_id: `wh-${alertId}`,
         created_at: at,
-        data: { device_id: p.device_id, device_type: 'SV11', alert_event_id: alertId, reading, most_extreme_value: value, threshold: THRESHOLDS[reading], start_time: at, end_time: at },
+        data: {
+          device_id: p.device_id,
+          device_type: 'SV11',
+          alert_event_id: alertId,
+          reading,
+          most_extreme_value: value,
+          threshold: THRESHOLDS[reading],
+          start_time: at,
+          end_time: at,
+        },
       });
       deliveries.push({
         integrationId: ctx.link.integrationId,

@@ -27,7 +27,16 @@ export const density: Generator = (w, venue, state) => {
     }
   }
   for (const o of areaOccupancy(w, venue, state)) {
-    out.push(event(o.ts, 'occupancy', { space_id: `${space}${o.zone.replace(/[^a-z]/g, '')}`, update_type: 'live', occupancy: o.occupancy, counting_mode: 'simple', space_health_status: 'healthy', zone: o.zone }));
+    out.push(
+      event(o.ts, 'occupancy', {
+        space_id: `${space}${o.zone.replace(/[^a-z]/g, '')}`,
+        update_type: 'live',
+        occupancy: o.occupancy,
+        counting_mode: 'simple',
+        space_health_status: 'healthy',
+        zone: o.zone,
+      }),
+    );
   }
   return out;
 };

@@ -32,7 +32,9 @@ export function generate(connector: ConnectorType, w: Window, venue: SimVenue, s
   const events = GENERATORS[connector](w, venue, state);
   for (const ts of heartbeatTimes(connector, w, state)) {
     const integration = venue.integrations[connector];
-    events.push(event(ts, 'heartbeat', { status: 'ok', version: 'simulator-1.0', ...(integration ? { integration_id: integration } : {}) }));
+    events.push(
+      event(ts, 'heartbeat', { status: 'ok', version: 'simulator-1.0', ...(integration ? { integration_id: integration } : {}) }),
+    );
   }
   events.sort((a, b) => a.ts - b.ts);
   const kept = state.options.faults ? events.filter((e) => !state.silent(venue, connector, e.ts)) : events;

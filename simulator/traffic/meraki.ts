@@ -25,7 +25,11 @@ export const meraki: Generator = (w, venue, state) => {
         manufacturer: s.device.manufacturer,
         radio: 'WiFi',
         seenEpoch: Math.floor(s.ts / 1000),
-        location: { lat: venue.lat + rng.normal(0, 0.0001), lng: venue.lng + rng.normal(0, 0.0001), unc: Math.round(rng.between(3, 25) * 10) / 10 },
+        location: {
+          lat: venue.lat + rng.normal(0, 0.0001),
+          lng: venue.lng + rng.normal(0, 0.0001),
+          unc: Math.round(rng.between(3, 25) * 10) / 10,
+        },
         ...(s.zone ? { zone: s.zone } : {}),
       }),
     );
@@ -34,7 +38,16 @@ export const meraki: Generator = (w, venue, state) => {
   for (const ts of grid(w, ENV_STEP)) {
     for (const [i, zone] of areaZones(venue).entries()) {
       const r = environmentAt(state, venue, plans, zone, ts);
-      out.push(event(ts, 'environment', { serial: `Q3CA-SIM${i}-${venue.key.slice(0, 4).toUpperCase()}`, temperature: r.temperature, humidity: r.humidity, co2: r.co2, noise: r.noise, zone: zone.slug }));
+      out.push(
+        event(ts, 'environment', {
+          serial: `Q3CA-SIM${i}-${venue.key.slice(0, 4).toUpperCase()}`,
+          temperature: r.temperature,
+          humidity: r.humidity,
+          co2: r.co2,
+          noise: r.noise,
+          zone: zone.slug,
+        }),
+      );
     }
   }
   return out;

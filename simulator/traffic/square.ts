@@ -25,7 +25,9 @@ export const square: Generator = (w, venue, state) => {
         out.push(event(p.at, 'transaction', { event_id: p.createdEventId, event_type: 'payment.created', status: 'APPROVED', ...common }));
       }
       if (inWindow(w, p.updatedAt)) {
-        out.push(event(p.updatedAt, 'transaction', { event_id: p.updatedEventId, event_type: 'payment.updated', status: p.status, ...common }));
+        out.push(
+          event(p.updatedAt, 'transaction', { event_id: p.updatedEventId, event_type: 'payment.updated', status: p.status, ...common }),
+        );
       }
     }
   }

@@ -28,13 +28,25 @@ export const verkada: Generator = (w, venue, state) => {
           else outs++;
         }
       }
-      const line = { camera_id: `cam_${venue.key.replace(/[^a-z]/g, '').slice(0, 6)}_${door.slug.replace(/[^a-z]/g, '')}`, line_id: door.slug, bucket_start: start / 1000, bucket_end: end / 1000, zone: door.slug };
+      const line = {
+        camera_id: `cam_${venue.key.replace(/[^a-z]/g, '').slice(0, 6)}_${door.slug.replace(/[^a-z]/g, '')}`,
+        line_id: door.slug,
+        bucket_start: start / 1000,
+        bucket_end: end / 1000,
+        zone: door.slug,
+      };
       if (ins > 0) out.push(event(end, 'entry', { ...line, count: ins }));
       if (outs > 0) out.push(event(end, 'exit', { ...line, count: outs }));
     }
   }
   for (const o of areaOccupancy(w, venue, state)) {
-    out.push(event(o.ts, 'occupancy', { camera_id: `cam_${venue.key.replace(/[^a-z]/g, '').slice(0, 6)}_${o.zone.replace(/[^a-z]/g, '')}`, occupancy: o.occupancy, zone: o.zone }));
+    out.push(
+      event(o.ts, 'occupancy', {
+        camera_id: `cam_${venue.key.replace(/[^a-z]/g, '').slice(0, 6)}_${o.zone.replace(/[^a-z]/g, '')}`,
+        occupancy: o.occupancy,
+        zone: o.zone,
+      }),
+    );
   }
   for (const ts of grid(w, ENV_STEP)) {
     for (const [i, zone] of areaZones(venue).entries()) {

@@ -26,7 +26,12 @@ export interface Sighting {
  * or twice, faintly. `associatedOnly` keeps what a controller that sees only associated clients
  * (UniFi) can report.
  */
-export function sightingsIn(w: Window, venue: SimVenue, state: TrafficState, opts: { passers: boolean; associatedOnly: boolean }): Sighting[] {
+export function sightingsIn(
+  w: Window,
+  venue: SimVenue,
+  state: TrafficState,
+  opts: { passers: boolean; associatedOnly: boolean },
+): Sighting[] {
   const out: Sighting[] = [];
   for (const plan of plansIn(w, venue, state)) {
     plan.visits.forEach((v, i) => {
@@ -41,7 +46,17 @@ export function sightingsIn(w: Window, venue: SimVenue, state: TrafficState, opt
       for (let k = 0; k < p.sightings; k++) {
         const ts = p.at + k * rng.between(30, 100) * 1000;
         if (inWindow(w, ts)) {
-          out.push({ ts, device: p.device, zone: null, strength, associated: false, first: k === 0, arrive: p.at, leave: p.at + 2 * MINUTE, key: `${plan.date}/p${i}` });
+          out.push({
+            ts,
+            device: p.device,
+            zone: null,
+            strength,
+            associated: false,
+            first: k === 0,
+            arrive: p.at,
+            leave: p.at + 2 * MINUTE,
+            key: `${plan.date}/p${i}`,
+          });
         }
       }
     });
@@ -56,7 +71,17 @@ function visitSightings(state: TrafficState, venue: SimVenue, plan: DayPlan, ind
   let ts = v.arrive + rng.between(0, 2) * MINUTE;
   let first = true;
   while (ts < v.leave) {
-    out.push({ ts, device: v.device!, zone: v.zone, strength: rng.between(0.45, 1), associated: v.associated, first, arrive: v.arrive, leave: v.leave, key: `${plan.date}/v${index}` });
+    out.push({
+      ts,
+      device: v.device!,
+      zone: v.zone,
+      strength: rng.between(0.45, 1),
+      associated: v.associated,
+      first,
+      arrive: v.arrive,
+      leave: v.leave,
+      key: `${plan.date}/v${index}`,
+    });
     first = false;
     ts += rng.between(5, 11) * MINUTE;
   }

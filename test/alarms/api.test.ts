@@ -77,7 +77,9 @@ describe('the alarm transition table (spec: Alarm status)', () => {
       // The other timestamp is kept as it was.
       const otherStamp = stamp === 'acknowledgedAt' ? 'clearedAt' : 'acknowledgedAt';
       expect(after[otherStamp]).toBe(before[otherStamp]);
-      const event = await until('the operator event', async () => stack.tap.of(id).find((e) => e.kind === (action === 'ack' ? 'acknowledged' : 'cleared')));
+      const event = await until('the operator event', async () =>
+        stack.tap.of(id).find((e) => e.kind === (action === 'ack' ? 'acknowledged' : 'cleared')),
+      );
       expect(event).toMatchObject({ cause: 'operator', operatorId: site.op.id, venueId: site.venueId, alarm: { id, status: to } });
     });
   }
@@ -103,7 +105,9 @@ describe('the alarm transition table (spec: Alarm status)', () => {
 describe('concurrent acknowledge and clear', () => {
   it('both land, in either order, and the alarm ends CLEARED_ACK with both timestamps', async () => {
     const ids = await Promise.all(Array.from({ length: 12 }, () => raised(site)));
-    const results = await Promise.all(ids.flatMap((id, i) => (i % 2 ? [post(id, 'ack'), post(id, 'clear')] : [post(id, 'clear'), post(id, 'ack')])));
+    const results = await Promise.all(
+      ids.flatMap((id, i) => (i % 2 ? [post(id, 'ack'), post(id, 'clear')] : [post(id, 'clear'), post(id, 'ack')])),
+    );
     expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
     for (const id of ids) {
       const a = await statusOf(id);
@@ -135,7 +139,21 @@ describe('GET /api/alarms', () => {
     expect(all.body.alarms.map((a: { id: string }) => a.id)).toEqual([critical, major, warning]);
     expect(all.body.alarms.map((a: { severity: string }) => a.severity)).toEqual(['CRITICAL', 'MAJOR', 'WARNING']);
     expect(Object.keys(all.body.alarms[0]).sort()).toEqual(
-      ['id', 'venueId', 'zoneId', 'integrationId', 'type', 'severity', 'status', 'message', 'details', 'createdAt', 'updatedAt', 'acknowledgedAt', 'clearedAt'].sort(),
+      [
+        'id',
+        'venueId',
+        'zoneId',
+        'integrationId',
+        'type',
+        'severity',
+        'status',
+        'message',
+        'details',
+        'createdAt',
+        'updatedAt',
+        'acknowledgedAt',
+        'clearedAt',
+      ].sort(),
     );
     expect(all.body.alarms[0].details).toMatchObject({ current: 10, capacity: 10, percent: 100, threshold: 100 });
 
@@ -162,7 +180,10 @@ describe('GET /api/alarms', () => {
       const res = await request(`${stack.api.url}/api/alarms${q}`, { key: site.op.key });
       expect(res.status, q).toBe(400);
       expect(res.body.code).toBe('VALIDATION_ERROR');
-      expect(res.body.details.map((d: { field: string }) => d.field), q).toContain(field);
+      expect(
+        res.body.details.map((d: { field: string }) => d.field),
+        q,
+      ).toContain(field);
     }
     const unauth = await request(`${stack.api.url}/api/alarms`);
     expect(unauth.status).toBe(401);
@@ -170,7 +191,13 @@ describe('GET /api/alarms', () => {
 
   it('is offered to agents as the list_alarms MCP tool, answering what the route answers', async () => {
     const tool = toolsFrom(OPERATIONS).find((t) => t.name === 'list_alarms')!;
-    const ctx: BearerContext = { deps: stack.api.deps, log: stack.api.services.log, operations: OPERATIONS, operator: await authenticate(stack.api.services.db, site.op.key), apiKey: site.op.key };
+    const ctx: BearerContext = {
+      deps: stack.api.deps,
+      log: stack.api.services.log,
+      operations: OPERATIONS,
+      operator: await authenticate(stack.api.services.db, site.op.key),
+      apiKey: site.op.key,
+    };
     const fromTool = JSON.parse(await tool.call({ venue_id: site.venueId, limit: 5, status: 'CLEARED_ACK' }, ctx)) as { alarms: unknown[] };
     const rest = await request(`${stack.api.url}/api/alarms?venue_id=${site.venueId}&limit=5&status=CLEARED_ACK`, { key: site.op.key });
     expect(fromTool).toEqual(rest.body);

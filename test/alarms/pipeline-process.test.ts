@@ -30,14 +30,18 @@ afterAll(async () => {
 });
 
 describe('the pipeline process', () => {
-  it('runs the alarm rules on the run\'s topics, and on SIGTERM stops them in order and exits 0', async () => {
+  it("runs the alarm rules on the run's topics, and on SIGTERM stops them in order and exits 0", async () => {
     const site = await newSite(api);
     const zoneId = await site.zone(20);
     const kafka = createKafka(api.services.cfg, createLogger('alarm-test', 'silent'));
     const producer = createProducer(kafka);
     await producer.connect();
     const u = occupancy(site, zoneId, 20);
-    await producer.send({ topic: derivedTopicNames(api.services.cfg.KAFKA_TOPIC_PREFIX).occupancy, acks: -1, messages: [{ key: u.venueId, value: encodeOccupancyUpdate(u) }] });
+    await producer.send({
+      topic: derivedTopicNames(api.services.cfg.KAFKA_TOPIC_PREFIX).occupancy,
+      acks: -1,
+      messages: [{ key: u.venueId, value: encodeOccupancyUpdate(u) }],
+    });
     await producer.disconnect();
     const alarms = await until('the alarm', async () => {
       const r = await rows<{ severity: string }>(api.services.db, sql`SELECT severity FROM alarms WHERE zone_id = ${zoneId}`);

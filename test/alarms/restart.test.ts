@@ -3,17 +3,40 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivedTopicNames } from '../../lib/topology.js';
 import { one, rows, sql } from '../../postgres/client.js';
-import { drained, health, newSite, occupancy, openAlarmStack, sendHealth, sendOccupancy, sleep, until, type AlarmStack, type Site } from './support.js';
+import {
+  drained,
+  health,
+  newSite,
+  occupancy,
+  openAlarmStack,
+  sendHealth,
+  sendOccupancy,
+  sleep,
+  until,
+  type AlarmStack,
+  type Site,
+} from './support.js';
 
 let stack: AlarmStack;
 let site: Site;
 const children: ChildProcess[] = [];
 
 /** Starts the rule consumer as a child process; resolves once it runs. */
-async function startChild(groupId: string, minDurationMs: number, commitIntervalMs: number): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
+async function startChild(
+  groupId: string,
+  minDurationMs: number,
+  commitIntervalMs: number,
+): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
   const child = spawn(
     process.execPath,
-    ['node_modules/vite-node/vite-node.mjs', 'test/alarms/rules-child.ts', stack.cfg.KAFKA_TOPIC_PREFIX, groupId, String(minDurationMs), String(commitIntervalMs)],
+    [
+      'node_modules/vite-node/vite-node.mjs',
+      'test/alarms/rules-child.ts',
+      stack.cfg.KAFKA_TOPIC_PREFIX,
+      groupId,
+      String(minDurationMs),
+      String(commitIntervalMs),
+    ],
     { env: process.env, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   children.push(child);
@@ -63,7 +86,10 @@ describe('the rule consumer killed (kill -9) and restarted', () => {
     const t0 = Date.now() - 60_000;
     // Event times 2 s apart: each breach outlasts the 1.5 s minimum duration by the next update.
     const at = (u: ReturnType<typeof occupancy>, i: number) => ({ ...u, ts: t0 + i * 2_000 });
-    await sendOccupancy(stack, [85, 95, 105, 60, 90, 92].map((v, i) => at(occupancy(site, zone, v), i)));
+    await sendOccupancy(
+      stack,
+      [85, 95, 105, 60, 90, 92].map((v, i) => at(occupancy(site, zone, v), i)),
+    );
     await sendHealth(stack, [
       health(site, integrationId, 'offline', 'healthy', null),
       health(site, integrationId, 'healthy', 'offline', Date.now()),
@@ -74,7 +100,10 @@ describe('the rule consumer killed (kill -9) and restarted', () => {
 
     await until('the first instance to apply everything', async () => {
       const [a, c] = [await alarmsBySource(zone), await alarmsBySource(integrationId)];
-      const pending = await one(stack.api.services.db, sql`SELECT 1 FROM alarm_rule_state WHERE source_id = ${slow} AND pending IS NOT NULL`);
+      const pending = await one(
+        stack.api.services.db,
+        sql`SELECT 1 FROM alarm_rule_state WHERE source_id = ${slow} AND pending IS NOT NULL`,
+      );
       return a.length === 2 && a[1]!.severity === 'MAJOR' && c.length === 2 && pending ? true : undefined;
     });
     first.child.kill('SIGKILL');

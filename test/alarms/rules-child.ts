@@ -30,9 +30,12 @@ const rules = await runAlarmRules({
 });
 onShutdown(log, 15_000, [
   ['stop the alarm rules', () => rules.stop()],
-  ['close', async () => {
-    await publisher.disconnect();
-    await db.end();
-  }],
+  [
+    'close',
+    async () => {
+      await publisher.disconnect();
+      await db.end();
+    },
+  ],
 ]);
 process.stdout.write('ready\n');

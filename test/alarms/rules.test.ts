@@ -5,7 +5,19 @@ import { DEFAULT_OCCUPANCY_RULE } from '../../domain/alarms/rules.js';
 import { one, sql } from '../../postgres/client.js';
 import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
 import { request } from '../support/http.js';
-import { alarmsOf, drained, health, newSite, occupancy, openAlarmStack, sendHealth, sendOccupancy, until, type AlarmStack, type Site } from './support.js';
+import {
+  alarmsOf,
+  drained,
+  health,
+  newSite,
+  occupancy,
+  openAlarmStack,
+  sendHealth,
+  sendOccupancy,
+  until,
+  type AlarmStack,
+  type Site,
+} from './support.js';
 
 let stack: AlarmStack;
 let site: Site;
@@ -19,7 +31,10 @@ afterAll(async () => {
 });
 
 const activeCount = async (zoneId: string) =>
-  (await one<{ n: number }>(stack.api.services.db, sql`SELECT count(*)::int AS n FROM alarms WHERE zone_id = ${zoneId} AND cleared_at IS NULL`))!.n;
+  (await one<{ n: number }>(
+    stack.api.services.db,
+    sql`SELECT count(*)::int AS n FROM alarms WHERE zone_id = ${zoneId} AND cleared_at IS NULL`,
+  ))!.n;
 const allCount = async (sourceId: string) =>
   (await one<{ n: number }>(stack.api.services.db, sql`SELECT count(*)::int AS n FROM alarms WHERE source_id = ${sourceId}`))!.n;
 
@@ -77,7 +92,15 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
       const zones = await Promise.all(sites.map(async (s) => ({ s, zoneId: await s.zone(10) })));
       await Promise.all(
         stack.producers.map((p, i) =>
-          Promise.all(zones.map(({ s, zoneId }) => sendOccupancy(stack, Array.from({ length: 10 }, (_, k) => occupancy(s, zoneId, 8 + ((k + i) % 5))), p))),
+          Promise.all(
+            zones.map(({ s, zoneId }) =>
+              sendOccupancy(
+                stack,
+                Array.from({ length: 10 }, (_, k) => occupancy(s, zoneId, 8 + ((k + i) % 5))),
+                p,
+              ),
+            ),
+          ),
         ),
       );
       await drained(stack);
@@ -93,7 +116,9 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
   it('the database refuses a second active alarm even when the rule is evaluated concurrently outside Kafka', async () => {
     const zoneId = await site.zone(10);
     await Promise.all(
-      Array.from({ length: 25 }, (_, i) => evaluateOccupancy(stack.api.services.db, DEFAULT_OCCUPANCY_RULE, occupancy(site, zoneId, 9 + (i % 4)), null)),
+      Array.from({ length: 25 }, (_, i) =>
+        evaluateOccupancy(stack.api.services.db, DEFAULT_OCCUPANCY_RULE, occupancy(site, zoneId, 9 + (i % 4)), null),
+      ),
     );
     expect(await activeCount(zoneId)).toBe(1);
     expect(await allCount(zoneId)).toBe(1);
@@ -102,7 +127,10 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
   it('a count flickering at the threshold raises one alarm, and escalation and de-escalation keep that one alarm', async () => {
     const zoneId = await site.zone(100, 'Flicker');
     const flicker = [79, 80, 79, 81, 78, 80, 76, 80, 79, 82, 77, 80];
-    await sendOccupancy(stack, flicker.map((v) => occupancy(site, zoneId, v)));
+    await sendOccupancy(
+      stack,
+      flicker.map((v) => occupancy(site, zoneId, v)),
+    );
     await drained(stack);
     let [alarm] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
     expect(await allCount(zoneId)).toBe(1);
@@ -152,7 +180,10 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
 
   it('clears only below the clear margin (ACTIVE_UNACK → CLEARED_UNACK), and a later breach raises a new alarm', async () => {
     const zoneId = await site.zone(100);
-    await sendOccupancy(stack, [85, 78, 75].map((v) => occupancy(site, zoneId, v)));
+    await sendOccupancy(
+      stack,
+      [85, 78, 75].map((v) => occupancy(site, zoneId, v)),
+    );
     await drained(stack);
     let alarms = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
     expect(alarms.map((a) => a.status)).toEqual(['ACTIVE_UNACK']);
@@ -164,9 +195,14 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
     expect(alarms[0]).toMatchObject({ status: 'CLEARED_UNACK', acknowledgedAt: null });
     expect(Date.parse(alarms[0].clearedAt)).toBeGreaterThan(Date.parse(alarms[0].createdAt) - 1);
     const first = alarms[0].id;
-    await until('the cleared event', async () => (stack.tap.of(first).some((e) => e.kind === 'cleared' && e.cause === 'rule') ? true : undefined));
+    await until('the cleared event', async () =>
+      stack.tap.of(first).some((e) => e.kind === 'cleared' && e.cause === 'rule') ? true : undefined,
+    );
 
-    await sendOccupancy(stack, [70, 81].map((v) => occupancy(site, zoneId, v)));
+    await sendOccupancy(
+      stack,
+      [70, 81].map((v) => occupancy(site, zoneId, v)),
+    );
     await drained(stack);
     alarms = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
     expect(alarms.map((a) => [a.status, a.severity])).toEqual([
@@ -197,7 +233,10 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
     const [alarm] = (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId);
     const cleared = await request(`${stack.api.url}/api/alarms/${alarm.id}/clear`, { key: site.op.key, method: 'POST' });
     expect(cleared.status).toBe(200);
-    await sendOccupancy(stack, [86, 84, 88].map((v) => occupancy(site, zoneId, v)));
+    await sendOccupancy(
+      stack,
+      [86, 84, 88].map((v) => occupancy(site, zoneId, v)),
+    );
     await drained(stack);
     expect(await allCount(zoneId)).toBe(1);
     // Worse than what was cleared: a new alarm.
@@ -218,7 +257,11 @@ describe('zone occupancy alarms, from occupancy updates on Kafka', () => {
     await drained(stack);
     expect(await allCount(none)).toBe(0);
     expect(await activeCount(zoneId)).toBe(1);
-    const put = await request(`${stack.api.url}/api/venues/${site.venueId}/zones/${zoneId}`, { key: site.op.key, method: 'PUT', json: { capacity: null } });
+    const put = await request(`${stack.api.url}/api/venues/${site.venueId}/zones/${zoneId}`, {
+      key: site.op.key,
+      method: 'PUT',
+      json: { capacity: null },
+    });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     await sendOccupancy(stack, [occupancy(site, zoneId, 13)]);
     await drained(stack);
@@ -235,8 +278,13 @@ describe('alarms of deleted sources', () => {
     await sendHealth(stack, [health(site, integrationId, 'offline', 'healthy', null)]);
     await drained(stack);
     const mine = async () => (await alarmsOf(stack, site)).filter((a) => a.zoneId === zoneId || a.integrationId === integrationId);
-    const [zoneAlarm, connectorAlarm] = [(await mine()).find((a) => a.zoneId === zoneId), (await mine()).find((a) => a.integrationId === integrationId)];
-    expect(await request(`${stack.api.url}/api/alarms/${connectorAlarm.id}/ack`, { key: site.op.key, method: 'POST' })).toMatchObject({ status: 200 });
+    const [zoneAlarm, connectorAlarm] = [
+      (await mine()).find((a) => a.zoneId === zoneId),
+      (await mine()).find((a) => a.integrationId === integrationId),
+    ];
+    expect(await request(`${stack.api.url}/api/alarms/${connectorAlarm.id}/ack`, { key: site.op.key, method: 'POST' })).toMatchObject({
+      status: 200,
+    });
     for (const path of [`zones/${zoneId}`, `integrations/${integrationId}`]) {
       const del = await request(`${stack.api.url}/api/venues/${site.venueId}/${path}`, { key: site.op.key, method: 'DELETE' });
       expect(del.status, JSON.stringify(del.body)).toBe(200);
@@ -248,7 +296,9 @@ describe('alarms of deleted sources', () => {
     expect(after.find((a) => a.id === zoneAlarm.id)).toMatchObject({ status: 'CLEARED_UNACK' });
     expect(after.find((a) => a.id === connectorAlarm.id)).toMatchObject({ status: 'CLEARED_ACK' });
     await until('the cleared events', async () =>
-      stack.tap.of(zoneAlarm.id).some((e) => e.kind === 'cleared') && stack.tap.of(connectorAlarm.id).some((e) => e.kind === 'cleared') ? true : undefined,
+      stack.tap.of(zoneAlarm.id).some((e) => e.kind === 'cleared') && stack.tap.of(connectorAlarm.id).some((e) => e.kind === 'cleared')
+        ? true
+        : undefined,
     );
   });
 });
@@ -308,9 +358,16 @@ describe('per-venue alarm rules (GET/PUT/DELETE /api/venues/{id}/alarm-rules)', 
       is_default: true,
       updated_at: null,
     });
-    const put = await request(rulesUrl(s), { key: s.op.key, method: 'PUT', json: { zone_occupancy: { warning_percent: 50, major_percent: 60 } } });
+    const put = await request(rulesUrl(s), {
+      key: s.op.key,
+      method: 'PUT',
+      json: { zone_occupancy: { warning_percent: 50, major_percent: 60 } },
+    });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
-    expect(put.body).toMatchObject({ zone_occupancy: { warning_percent: 50, major_percent: 60, critical_percent: 100, hysteresis_points: 5 }, is_default: false });
+    expect(put.body).toMatchObject({
+      zone_occupancy: { warning_percent: 50, major_percent: 60, critical_percent: 100, hysteresis_points: 5 },
+      is_default: false,
+    });
     expect((await request(rulesUrl(s), { key: s.op.key })).body).toEqual(put.body);
 
     const zoneId = await s.zone(100);
@@ -356,7 +413,11 @@ describe('per-venue alarm rules (GET/PUT/DELETE /api/venues/{id}/alarm-rules)', 
     await drained(stack);
     const bySource = async () => {
       const all = await alarmsOf(stack, s);
-      return { brief: all.filter((a) => a.zoneId === brief), held: all.filter((a) => a.zoneId === held), quiet: all.filter((a) => a.zoneId === quiet) };
+      return {
+        brief: all.filter((a) => a.zoneId === brief),
+        held: all.filter((a) => a.zoneId === held),
+        quiet: all.filter((a) => a.zoneId === quiet),
+      };
     };
     let now = await bySource();
     expect(now.brief).toEqual([]);
@@ -392,10 +453,18 @@ describe('per-venue alarm rules (GET/PUT/DELETE /api/venues/{id}/alarm-rules)', 
 
   it("another operator's venue is a 403 and an unknown venue a 404, for reading, changing and resetting", async () => {
     const theirs = await newSite(stack.api);
-    const before = await request(rulesUrl(theirs), { key: theirs.op.key, method: 'PUT', json: { zone_occupancy: { warning_percent: 70 } } });
+    const before = await request(rulesUrl(theirs), {
+      key: theirs.op.key,
+      method: 'PUT',
+      json: { zone_occupancy: { warning_percent: 70 } },
+    });
     expect(before.status).toBe(200);
     const unknown = { ...theirs, venueId: '00000000-0000-4000-8000-000000000000' };
-    for (const [method, json] of [['GET', undefined], ['PUT', { zone_occupancy: { warning_percent: 10 } }], ['DELETE', undefined]] as const) {
+    for (const [method, json] of [
+      ['GET', undefined],
+      ['PUT', { zone_occupancy: { warning_percent: 10 } }],
+      ['DELETE', undefined],
+    ] as const) {
       const res = await request(rulesUrl(theirs), { key: site.op.key, method, json });
       expect(res.status, method).toBe(403);
       expect((await request(rulesUrl(unknown), { key: site.op.key, method, json })).status, method).toBe(404);

@@ -6,7 +6,13 @@ import { createKafka, createProducer, createPublisher, type Publisher } from '..
 import { createLogger } from '../../lib/logger.js';
 import { alarmTopicName, derivedTopicNames } from '../../lib/topology.js';
 import { decodeAlarmEvent, type AlarmEvent } from '../../lib/events/alarms.js';
-import { encodeConnectorHealthChange, encodeOccupancyUpdate, type ConnectorHealth, type ConnectorHealthChange, type OccupancyUpdate } from '../../lib/events/derived.js';
+import {
+  encodeConnectorHealthChange,
+  encodeOccupancyUpdate,
+  type ConnectorHealth,
+  type ConnectorHealthChange,
+  type OccupancyUpdate,
+} from '../../lib/events/derived.js';
 import { runAlarmRules, type AlarmRulesOptions, type RunningAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
@@ -53,7 +59,17 @@ export async function openAlarmStack(producerCount = 4, opts: { rules?: boolean 
     producers: [],
     tap: undefined as unknown as AlarmTap,
     async startRules(opts = {}) {
-      stack.rules = await runAlarmRules({ kafka, db: api.services.db, log, publisher, prefix, tickMs: 300, commitIntervalMs: 0, relayAfterMs: 1_000, ...opts });
+      stack.rules = await runAlarmRules({
+        kafka,
+        db: api.services.db,
+        log,
+        publisher,
+        prefix,
+        tickMs: 300,
+        commitIntervalMs: 0,
+        relayAfterMs: 1_000,
+        ...opts,
+      });
       return stack.rules;
     },
     async close() {
@@ -149,7 +165,13 @@ export function occupancy(site: Site, zoneId: string, value: number, capacity: n
   };
 }
 
-export function health(site: Site, integrationId: string, status: ConnectorHealth, previous: ConnectorHealth | null, lastEventAt: number | null): ConnectorHealthChange {
+export function health(
+  site: Site,
+  integrationId: string,
+  status: ConnectorHealth,
+  previous: ConnectorHealth | null,
+  lastEventAt: number | null,
+): ConnectorHealthChange {
   return {
     operatorId: site.op.id,
     venueId: site.venueId,
@@ -159,7 +181,12 @@ export function health(site: Site, integrationId: string, status: ConnectorHealt
     previous,
     lastEventAt,
     rejectionRate: 0,
-    reason: status === 'offline' ? 'no event or heartbeat for 5 minutes' : status === 'degraded' ? 'over 20% of events rejected' : 'events arriving',
+    reason:
+      status === 'offline'
+        ? 'no event or heartbeat for 5 minutes'
+        : status === 'degraded'
+          ? 'over 20% of events rejected'
+          : 'events arriving',
     ts: nextTs(),
   };
 }
@@ -172,7 +199,11 @@ export async function sendOccupancy(stack: AlarmStack, updates: OccupancyUpdate[
 
 export async function sendHealth(stack: AlarmStack, changes: ConnectorHealthChange[]): Promise<void> {
   const topic = derivedTopicNames(stack.cfg.KAFKA_TOPIC_PREFIX).connectorHealth;
-  await stack.producers[0]!.send({ topic, acks: -1, messages: changes.map((c) => ({ key: c.venueId, value: encodeConnectorHealthChange(c) })) });
+  await stack.producers[0]!.send({
+    topic,
+    acks: -1,
+    messages: changes.map((c) => ({ key: c.venueId, value: encodeConnectorHealthChange(c) })),
+  });
 }
 
 /** The venue's alarms through the API, newest first. */

@@ -20,10 +20,15 @@ beforeAll(async () => {
   [mine, theirs] = await Promise.all([newOperator(api, 'pro'), newOperator(api, 'pro')]);
   venue = (await newVenue(api, mine.key, { timezone: 'America/New_York', occupancy_reset_hour: 3 })).id;
   theirVenue = (await newVenue(api, theirs.key)).id;
-  const zone = await request(`${api.url}/api/venues/${venue}/zones`, { key: mine.key, json: { slug: 'floor', name: 'Floor', type: 'area', capacity: 50 } });
+  const zone = await request(`${api.url}/api/venues/${venue}/zones`, {
+    key: mine.key,
+    json: { slug: 'floor', name: 'Floor', type: 'area', capacity: 50 },
+  });
   expect(zone.status).toBe(201);
   mcp = new Client({ name: 'analytics-test', version: '1' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${mine.key}` } } }));
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${mine.key}` } } }),
+  );
 });
 afterAll(async () => {
   await mcp.close();
@@ -39,9 +44,15 @@ const paths = (id: string) => [
 
 describe('stream-derived endpoints', () => {
   it('answer a new venue with the spec shapes: every zone, all dwell buckets, all four segments, zeros without history', async () => {
-    const [occupancy, dwell, scoring, prediction] = (await Promise.all(paths(venue).map((p) => request(`${api.url}${p}`, { key: mine.key })))) as [JsonResponse, JsonResponse, JsonResponse, JsonResponse];
+    const [occupancy, dwell, scoring, prediction] = (await Promise.all(
+      paths(venue).map((p) => request(`${api.url}${p}`, { key: mine.key })),
+    )) as [JsonResponse, JsonResponse, JsonResponse, JsonResponse];
     expect(occupancy.status).toBe(200);
-    expect(occupancy.body).toMatchObject({ venue_id: venue, occupancy: 0, zones: [{ zone_name: 'Floor', zone_type: 'area', occupancy: 0, capacity: 50, percent: 0 }] });
+    expect(occupancy.body).toMatchObject({
+      venue_id: venue,
+      occupancy: 0,
+      zones: [{ zone_name: 'Floor', zone_type: 'area', occupancy: 0, capacity: 50, percent: 0 }],
+    });
     expect(dwell.body.zones.map((z: { zone_id: string; zone_name: string }) => z.zone_name)).toEqual(['Entire Venue', 'Floor']);
     expect(dwell.body.zones[0].zone_id).toBe('default');
     expect(dwell.body.zones[0].buckets.map((b: { range: string }) => b.range)).toEqual(['0-5m', '5-15m', '15-30m', '30-60m', '60m+']);
@@ -71,7 +82,10 @@ describe('stream-derived endpoints', () => {
     for (const [path, field] of bad) {
       const res = await request(`${api.url}${path}`, { key: mine.key });
       expect(res.status, path).toBe(400);
-      expect(res.body.details.map((d: { field: string }) => d.field), path).toContain(field);
+      expect(
+        res.body.details.map((d: { field: string }) => d.field),
+        path,
+      ).toContain(field);
     }
     const put = await request(`${api.url}/api/venues/${venue}`, { method: 'PUT', key: mine.key, json: { occupancy_reset_hour: 24 } });
     expect(put.status).toBe(400);

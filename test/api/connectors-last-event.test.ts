@@ -28,17 +28,42 @@ beforeAll(async () => {
   const cfg = testConfig({ KAFKA_TOPIC_PREFIX: prefix });
   api = await startApi(cfg);
   const { kafka, db, ch, producer, topics, log } = api.services;
-  sink = await runEventsSink(kafka, { groupId: sinkGroup(prefix), partitions: cfg.KAFKA_PARTITIONS, ch, db, producer, topics, log, batchRows: 5000, batchMs: 200, drainMs: 5000 });
+  sink = await runEventsSink(kafka, {
+    groupId: sinkGroup(prefix),
+    partitions: cfg.KAFKA_PARTITIONS,
+    ch,
+    db,
+    producer,
+    topics,
+    log,
+    batchRows: 5000,
+    batchMs: 200,
+    drainMs: 5000,
+  });
   processors = await runProcessors({
-    kafka, db, ch, producer, log, prefix, partitions: cfg.KAFKA_PARTITIONS, events: topics.events, deadLetter: topics.deadLetter,
-    derived: derivedTopicNames(prefix), batchRows: 5000, batchMs: 100, drainMs: 5000, tickMs: 300, only: ['health'],
+    kafka,
+    db,
+    ch,
+    producer,
+    log,
+    prefix,
+    partitions: cfg.KAFKA_PARTITIONS,
+    events: topics.events,
+    deadLetter: topics.deadLetter,
+    derived: derivedTopicNames(prefix),
+    batchRows: 5000,
+    batchMs: 100,
+    drainMs: 5000,
+    tickMs: 300,
+    only: ['health'],
   });
   admin = kafka.admin();
   await admin.connect();
   op = await newOperator(api, 'pro');
   venue = (await newVenue(api, op.key)).id;
   // Two meraki integrations share the venue's meraki events; density sends nothing until the backfill.
-  for (const type of ['meraki', 'meraki', 'density']) await db.query(`INSERT INTO integrations (venue_id, connector_type) VALUES ($1, $2)`, [venue, type]);
+  for (const type of ['meraki', 'meraki', 'density'])
+    await db.query(`INSERT INTO integrations (venue_id, connector_type) VALUES ($1, $2)`, [venue, type]);
 });
 
 afterAll(async () => {
@@ -48,8 +73,16 @@ afterAll(async () => {
   await api?.close();
 });
 
-const seen = (ts: number, i: number) => ({ type: 'device_seen', timestamp: new Date(ts).toISOString(), payload: { clientMac: `3C:22:FB:1A:2B:${(16 + i).toString(16)}`, rssi: 40 } });
-const occupancy = (ts: number) => ({ type: 'occupancy', timestamp: new Date(ts).toISOString(), payload: { space_id: 'spc_1', update_type: 'live', occupancy: 3 } });
+const seen = (ts: number, i: number) => ({
+  type: 'device_seen',
+  timestamp: new Date(ts).toISOString(),
+  payload: { clientMac: `3C:22:FB:1A:2B:${(16 + i).toString(16)}`, rssi: 40 },
+});
+const occupancy = (ts: number) => ({
+  type: 'occupancy',
+  timestamp: new Date(ts).toISOString(),
+  payload: { space_id: 'spc_1', update_type: 'live', occupancy: 3 },
+});
 
 async function ingest(connectorType: string, events: unknown[]): Promise<void> {
   const res = await request(`${api.url}/ingest`, { key: op.key, json: { venue_id: venue, connector_type: connectorType, events } });
@@ -99,7 +132,10 @@ describe('GET /api/dashboard/connectors lastEventAt', () => {
     await ingest('density', [occupancy(old - 60_000), occupancy(old + 7)]);
     // The sink commits only after its Postgres update: committed to the end means both are stored.
     await committedToEnd(admin, sinkGroup(prefix), api.services.topics.events);
-    const stored = await one<{ n: number }>(api.services.db, sql`SELECT count(*) AS n FROM venue_connector_events WHERE venue_id = ${venue}`);
+    const stored = await one<{ n: number }>(
+      api.services.db,
+      sql`SELECT count(*) AS n FROM venue_connector_events WHERE venue_id = ${venue}`,
+    );
     expect(stored!.n).toBe(2);
     const g = await groups();
     expect(g.find((c) => c.type === 'meraki')).toMatchObject({ count: 2, lastEventAt: before });

@@ -31,7 +31,11 @@ describe('maskApiKeys', () => {
     expect(maskApiKeys(`/api/venues/${key}/zones`)).toBe(`/api/venues/${API_KEY_PREFIX}…[REDACTED]/zones`);
     expect(maskApiKeys(`token=${key}&limit=5`)).toBe(`token=${API_KEY_PREFIX}…[REDACTED]&limit=5`);
     expect(maskApiKeys(`a=${key}&b=${key}`)).toBe(`a=${API_KEY_PREFIX}…[REDACTED]&b=${API_KEY_PREFIX}…[REDACTED]`);
-    for (const plain of ['/api/venues/2564f27b-315e-404f-8035-3162add0ceda', `keys=devices&startTs=1764213600000&digest=${'ab'.repeat(32)}`]) expect(maskApiKeys(plain)).toBe(plain);
+    for (const plain of [
+      '/api/venues/2564f27b-315e-404f-8035-3162add0ceda',
+      `keys=devices&startTs=1764213600000&digest=${'ab'.repeat(32)}`,
+    ])
+      expect(maskApiKeys(plain)).toBe(plain);
     // Idempotent: the serializers may see a masked text again.
     expect(maskApiKeys(maskApiKeys(key))).toBe(maskApiKeys(key));
   });
@@ -78,7 +82,10 @@ describe('the api request log', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const created = await request(`${url}/api/operators`, { headers: { 'x-admin-key': cfg.ADMIN_SECRET }, json: { name: 'Mask', email: 'mask@example.com' } });
+      const created = await request(`${url}/api/operators`, {
+        headers: { 'x-admin-key': cfg.ADMIN_SECRET },
+        json: { name: 'Mask', email: 'mask@example.com' },
+      });
       expect(created.status).toBe(201);
       const key: string = created.body.api_key;
       const secret = key.slice(API_KEY_PREFIX.length);
@@ -89,7 +96,10 @@ describe('the api request log', () => {
       expect((await request(`${url}/api/venues?limit=5&token=${key}`, { key })).status).toBe(200);
       expect((await request(`${url}/no/such/${key}`)).status).toBe(404);
 
-      const requestLines = lines.slice(before).map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+      const requestLines = lines
+        .slice(before)
+        .map((l) => JSON.parse(l))
+        .filter((l) => l.msg === 'request');
       expect(requestLines).toHaveLength(4);
       const all = lines.join('');
       expect(all).not.toContain(secret);
@@ -108,7 +118,10 @@ describe('the api request log', () => {
   });
 
   it('writes the access line at the configured level: at debug it stays out of an info log', async () => {
-    for (const [loggerLevel, expected] of [['info', 0], ['debug', 1]] as const) {
+    for (const [loggerLevel, expected] of [
+      ['info', 0],
+      ['debug', 1],
+    ] as const) {
       const { lines, sink } = capture();
       const services = await createServices(testConfig({ ACCESS_LOG_LEVEL: 'debug' }), createLogger('api-access-test', loggerLevel, sink));
       const server = createServer(createApp(createApiDeps(services)).callback());

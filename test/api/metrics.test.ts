@@ -25,7 +25,9 @@ async function scrape(): Promise<string> {
 
 /** The value of one series (0 when absent), matched by name and every given label. */
 function value(text: string, name: string, labels: Record<string, string> = {}): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 
@@ -53,14 +55,33 @@ describe('the api’s Prometheus metrics', () => {
     expect(ingest.body).toMatchObject({ accepted: 2, rejected: 2 });
     const after = await scrape();
     const route = { route: '/api/venues/:id', method: 'GET' };
-    expect(value(after, 'http_requests_total', { ...route, status: '200' }) - value(before, 'http_requests_total', { ...route, status: '200' })).toBe(3);
-    expect(value(after, 'http_requests_total', { ...route, status: '401' }) - value(before, 'http_requests_total', { ...route, status: '401' })).toBe(1);
-    expect(value(after, 'http_requests_total', { route: 'unmatched', status: '404' })).toBeGreaterThan(value(before, 'http_requests_total', { route: 'unmatched', status: '404' }));
-    expect(value(after, 'http_request_duration_seconds_count', route) - value(before, 'http_request_duration_seconds_count', route)).toBe(4);
-    expect(value(after, 'ingest_events_total', { outcome: 'accepted' }) - value(before, 'ingest_events_total', { outcome: 'accepted' })).toBe(2);
-    expect(value(after, 'ingest_events_total', { outcome: 'rejected', reason: 'type' }) - value(before, 'ingest_events_total', { outcome: 'rejected', reason: 'type' })).toBe(1);
-    expect(value(after, 'ingest_events_total', { outcome: 'rejected', reason: 'timestamp' }) - value(before, 'ingest_events_total', { outcome: 'rejected', reason: 'timestamp' })).toBe(1);
-    expect(value(after, 'kafka_produce_duration_seconds_count', { outcome: 'acknowledged' }) - value(before, 'kafka_produce_duration_seconds_count', { outcome: 'acknowledged' })).toBe(1);
+    expect(
+      value(after, 'http_requests_total', { ...route, status: '200' }) - value(before, 'http_requests_total', { ...route, status: '200' }),
+    ).toBe(3);
+    expect(
+      value(after, 'http_requests_total', { ...route, status: '401' }) - value(before, 'http_requests_total', { ...route, status: '401' }),
+    ).toBe(1);
+    expect(value(after, 'http_requests_total', { route: 'unmatched', status: '404' })).toBeGreaterThan(
+      value(before, 'http_requests_total', { route: 'unmatched', status: '404' }),
+    );
+    expect(value(after, 'http_request_duration_seconds_count', route) - value(before, 'http_request_duration_seconds_count', route)).toBe(
+      4,
+    );
+    expect(
+      value(after, 'ingest_events_total', { outcome: 'accepted' }) - value(before, 'ingest_events_total', { outcome: 'accepted' }),
+    ).toBe(2);
+    expect(
+      value(after, 'ingest_events_total', { outcome: 'rejected', reason: 'type' }) -
+        value(before, 'ingest_events_total', { outcome: 'rejected', reason: 'type' }),
+    ).toBe(1);
+    expect(
+      value(after, 'ingest_events_total', { outcome: 'rejected', reason: 'timestamp' }) -
+        value(before, 'ingest_events_total', { outcome: 'rejected', reason: 'timestamp' }),
+    ).toBe(1);
+    expect(
+      value(after, 'kafka_produce_duration_seconds_count', { outcome: 'acknowledged' }) -
+        value(before, 'kafka_produce_duration_seconds_count', { outcome: 'acknowledged' }),
+    ).toBe(1);
     // Process metrics, labelled with the service.
     expect(after).toMatch(/^process_resident_memory_bytes\{service="api"\} \d+/m);
     expect(after).toMatch(/^nodejs_eventloop_lag_seconds\{service="api"\}/m);

@@ -31,7 +31,10 @@ const contextOf = async (op: TestOperator): Promise<BearerContext> => ({
 describe('operation declarations', () => {
   it('declare every route once, each with a known tag, a unique id and the metering its kind needs', () => {
     // /mcp and the vendor webhooks are routes of their own (they read the raw body or speak JSON-RPC).
-    const registered = registeredRoutes(api).filter((r) => r.path !== '/mcp' && !r.path.startsWith('/hooks/')).map((r) => `${r.method} ${r.path}`).sort();
+    const registered = registeredRoutes(api)
+      .filter((r) => r.path !== '/mcp' && !r.path.startsWith('/hooks/'))
+      .map((r) => `${r.method} ${r.path}`)
+      .sort();
     expect(OPERATIONS.map((op) => `${op.method.toUpperCase()} ${koaPath(op.path)}`).sort()).toEqual(registered);
     expect(new Set(OPERATIONS.map((op) => op.id)).size).toBe(OPERATIONS.length);
     for (const op of OPERATIONS) {
@@ -55,7 +58,16 @@ describe('MCP tools generated from the declarations', () => {
       expect(t.outputSchema, t.name).toBeDefined();
     }
     expect(Object.keys(tool('get_venue').inputSchema.shape)).toEqual(['venue_id']);
-    expect(Object.keys(tool('get_telemetry').inputSchema.shape).sort()).toEqual(['agg', 'endTs', 'fill', 'interval', 'keys', 'startTs', 'venue_id', 'zoneId']);
+    expect(Object.keys(tool('get_telemetry').inputSchema.shape).sort()).toEqual([
+      'agg',
+      'endTs',
+      'fill',
+      'interval',
+      'keys',
+      'startTs',
+      'venue_id',
+      'zoneId',
+    ]);
   });
 
   it('answer what the REST route answers for the same caller', async () => {
@@ -65,7 +77,11 @@ describe('MCP tools generated from the declarations', () => {
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ['list_venues', { limit: 10 }, '/api/venues?limit=10'],
       ['get_venue', { venue_id: venue.id }, `/api/venues/${venue.id}`],
-      ['get_telemetry', { venue_id: venue.id, keys: 'devices', startTs: now - 3_600_000, endTs: now }, `/api/venues/${venue.id}/telemetry?keys=devices&startTs=${now - 3_600_000}&endTs=${now}`],
+      [
+        'get_telemetry',
+        { venue_id: venue.id, keys: 'devices', startTs: now - 3_600_000, endTs: now },
+        `/api/venues/${venue.id}/telemetry?keys=devices&startTs=${now - 3_600_000}&endTs=${now}`,
+      ],
       ['get_dashboard_stats', {}, '/api/dashboard/stats'],
       ['get_dashboard_events', { range: '24h' }, '/api/dashboard/events?range=24h'],
     ];
@@ -74,7 +90,8 @@ describe('MCP tools generated from the declarations', () => {
       const rest = await request(`${api.url}${path}`, { key: a.key });
       expect(rest.status, path).toBe(200);
       // Dashboard buckets end with the current hour: equal unless the two calls straddle an hour.
-      const same = (x: unknown) => (name === 'get_dashboard_events' ? { ...(x as object), events: (x as { events: unknown[] }).events.length } : x);
+      const same = (x: unknown) =>
+        name === 'get_dashboard_events' ? { ...(x as object), events: (x as { events: unknown[] }).events.length } : x;
       expect(same(fromTool), name).toEqual(same(rest.body));
       expect(tool(name).outputSchema!.safeParse(fromTool).success, name).toBe(true);
     }
@@ -91,7 +108,9 @@ describe('MCP tools generated from the declarations', () => {
     expect(answers.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
     const refused = (answers[2] as PromiseRejectedResult).reason as AppError;
     expect(refused.code).toBe('VALIDATION_ERROR');
-    expect(refused.message).toMatch(/larger than the 128 bytes left of the 2048 that the tool results of one request share; send fewer calls per batch/);
+    expect(refused.message).toMatch(
+      /larger than the 128 bytes left of the 2048 that the tool results of one request share; send fewer calls per batch/,
+    );
     // What the answers really took is all that stays spent.
     const spent = answers.slice(0, 2).reduce((n, r) => n + Buffer.byteLength((r as PromiseFulfilledResult<string>).value), 0);
     expect(budget.left).toBe(2048 - spent);
@@ -99,16 +118,24 @@ describe('MCP tools generated from the declarations', () => {
 
   it('refuse bad arguments naming the tool’s own argument, and another operator’s venue with FORBIDDEN', async () => {
     const ctx = await contextOf(a);
-    const bad = await tool('get_venue').call({ venue_id: 'nope' }, ctx).catch((e: unknown) => e);
+    const bad = await tool('get_venue')
+      .call({ venue_id: 'nope' }, ctx)
+      .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(AppError);
     expect((bad as AppError).code).toBe('VALIDATION_ERROR');
     expect((bad as AppError).details).toEqual([{ field: 'venue_id', message: expect.any(String) }]);
-    const limit = await tool('list_venues').call({ limit: 201 }, ctx).catch((e: unknown) => e);
+    const limit = await tool('list_venues')
+      .call({ limit: 201 }, ctx)
+      .catch((e: unknown) => e);
     expect((limit as AppError).details).toEqual([{ field: 'limit', message: expect.stringContaining('200') }]);
     const theirs = await newVenue(api, b.key);
-    const forbidden = await tool('get_venue').call({ venue_id: theirs.id }, ctx).catch((e: unknown) => e);
+    const forbidden = await tool('get_venue')
+      .call({ venue_id: theirs.id }, ctx)
+      .catch((e: unknown) => e);
     expect((forbidden as AppError).code).toBe('FORBIDDEN');
-    const missing = await tool('get_telemetry').call({ venue_id: randomUUID(), keys: 'co2', startTs: 0, endTs: 1000 }, ctx).catch((e: unknown) => e);
+    const missing = await tool('get_telemetry')
+      .call({ venue_id: randomUUID(), keys: 'co2', startTs: 0, endTs: 1000 }, ctx)
+      .catch((e: unknown) => e);
     expect((missing as AppError).code).toBe('NOT_FOUND');
   });
 });

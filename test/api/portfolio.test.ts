@@ -45,9 +45,17 @@ beforeAll(async () => {
   ]) {
     expect((await post(`/api/venues/${berlin.id}/zones`, op.key, zone)).status).toBe(201);
   }
-  expect((await post(`/api/venues/${berlin.id}/integrations`, op.key, { connector_type: 'density', config: { api_token: 'tok' } })).status).toBe(201);
-  expect((await post(`/api/venues/${berlin.id}/integrations`, op.key, { connector_type: 'verkada', config: { org_id: 'o', api_key: 'k' } })).status).toBe(201);
-  expect((await post(`/api/venues/${tokyo.id}/integrations`, op.key, { connector_type: 'meraki', config: { api_key: 'k', org_id: '1' } })).status).toBe(201);
+  expect(
+    (await post(`/api/venues/${berlin.id}/integrations`, op.key, { connector_type: 'density', config: { api_token: 'tok' } })).status,
+  ).toBe(201);
+  expect(
+    (await post(`/api/venues/${berlin.id}/integrations`, op.key, { connector_type: 'verkada', config: { org_id: 'o', api_key: 'k' } }))
+      .status,
+  ).toBe(201);
+  expect(
+    (await post(`/api/venues/${tokyo.id}/integrations`, op.key, { connector_type: 'meraki', config: { api_key: 'k', org_id: '1' } }))
+      .status,
+  ).toBe(201);
 });
 
 afterAll(async () => {
@@ -60,23 +68,51 @@ describe('GET /api/dashboard/portfolio', () => {
     const at = (ms: number) => new Date(ms).toISOString();
     // Berlin: 5 people in through the door, the hall full (CRITICAL), one finished 5-minute visit today.
     await ingest(op.key, berlin.id, 'density', [
-      ...Array.from({ length: 5 }, (_, i) => ({ type: 'entry', timestamp: at(now - 60_000 + i * 1000), payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: 1, zone: 'door' } })),
+      ...Array.from({ length: 5 }, (_, i) => ({
+        type: 'entry',
+        timestamp: at(now - 60_000 + i * 1000),
+        payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: 1, zone: 'door' },
+      })),
       { type: 'occupancy', timestamp: at(now - 30_000), payload: { space_id: 'spc_2', update_type: 'live', occupancy: 10, zone: 'hall' } },
     ]);
     // Tokyo: three sightings today, one two days ago (not today in any time zone).
     await ingest(op.key, tokyo.id, 'meraki', [
-      ...Array.from({ length: 3 }, (_, i) => ({ type: 'device_seen', timestamp: at(now - 10_000), payload: { clientMac: `3C:22:FB:1A:2B:0${i}`, rssi: 40 } })),
+      ...Array.from({ length: 3 }, (_, i) => ({
+        type: 'device_seen',
+        timestamp: at(now - 10_000),
+        payload: { clientMac: `3C:22:FB:1A:2B:0${i}`, rssi: 40 },
+      })),
       { type: 'device_seen', timestamp: at(now - 2 * 86_400_000), payload: { clientMac: '3C:22:FB:1A:2B:09', rssi: 40 } },
     ]);
     const started = Math.max(now - 10 * 60_000, now - (now % 60_000) - 60_000);
     await insertDerivedVisits(stack.api.services.ch, [
-      { operator_id: op.id, venue_id: berlin.id, day: at(now).slice(0, 10), retention_days: 365, live: 1, version: 1, zone_id: '', device: 'd1', start_ms: started - 300_000, end_ms: started, closes_ms: started + 1000, sightings: 3, randomized_mac: 0 },
+      {
+        operator_id: op.id,
+        venue_id: berlin.id,
+        day: at(now).slice(0, 10),
+        retention_days: 365,
+        live: 1,
+        version: 1,
+        zone_id: '',
+        device: 'd1',
+        start_ms: started - 300_000,
+        end_ms: started,
+        closes_ms: started + 1000,
+        sightings: 3,
+        randomized_mac: 0,
+      },
     ]);
 
     const body = await waitFor('both venues graded', async () => {
       const b = await portfolioOf(op.key);
       const [first, second] = b.venues;
-      return first?.alarms.CRITICAL === 1 && first.occupancy.value === 5 && first.connectors.healthy === 1 && second?.events_today === 3 && second.connectors.healthy === 1 ? b : undefined;
+      return first?.alarms.CRITICAL === 1 &&
+        first.occupancy.value === 5 &&
+        first.connectors.healthy === 1 &&
+        second?.events_today === 3 &&
+        second.connectors.healthy === 1
+        ? b
+        : undefined;
     });
     expect(body.venues.map((v: { name: string }) => v.name)).toEqual(['Berlin Store', 'Tokyo Cafe']);
     const [b, t] = body.venues;
@@ -102,7 +138,7 @@ describe('GET /api/dashboard/portfolio', () => {
     expect(t.local_day).toBe(new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tokyo' }).format(now));
   });
 
-  it("shows each operator only its own venues, and is refused without a key", async () => {
+  it('shows each operator only its own venues, and is refused without a key', async () => {
     const theirs = await portfolioOf(other.key);
     expect(theirs.venues.map((v: { name: string }) => v.name)).toEqual(['Not yours']);
     expect(theirs.venues[0]).toMatchObject({ events_today: 0, occupancy: { value: 0 }, alarms: { CRITICAL: 0 } });
@@ -110,8 +146,25 @@ describe('GET /api/dashboard/portfolio', () => {
   });
 
   it('reads a venue capacity from its largest door zone, else its area zones, else none', () => {
-    expect(venueCapacity([{ type: 'entrance', capacity: 350 }, { type: 'exit', capacity: 400 }, { type: 'area', capacity: 250 }])).toBe(400);
-    expect(venueCapacity([{ type: 'area', capacity: 250 }, { type: 'area', capacity: 24 }, { type: 'counter', capacity: 30 }])).toBe(274);
-    expect(venueCapacity([{ type: 'entrance', capacity: null }, { type: 'counter', capacity: 30 }])).toBeNull();
+    expect(
+      venueCapacity([
+        { type: 'entrance', capacity: 350 },
+        { type: 'exit', capacity: 400 },
+        { type: 'area', capacity: 250 },
+      ]),
+    ).toBe(400);
+    expect(
+      venueCapacity([
+        { type: 'area', capacity: 250 },
+        { type: 'area', capacity: 24 },
+        { type: 'counter', capacity: 30 },
+      ]),
+    ).toBe(274);
+    expect(
+      venueCapacity([
+        { type: 'entrance', capacity: null },
+        { type: 'counter', capacity: 30 },
+      ]),
+    ).toBeNull();
   });
 });

@@ -13,7 +13,17 @@ import { dropExpiredPartitions } from '../../pipeline/retention.js';
 import type { RunningSink } from '../../pipeline/sink/events-sink.js';
 import { testConfig } from '../support/env.js';
 import {
-  allCommitted, deviceId, event, expectedTotals, newTenant, offsets, openHarness, produce, produceRequests, rollupTotals, startSink, waitFor,
+  allCommitted,
+  deviceId,
+  event,
+  expectedTotals,
+  newTenant,
+  offsets,
+  openHarness,
+  produceRequests,
+  rollupTotals,
+  startSink,
+  waitFor,
   type Harness,
 } from '../pipeline/harness.js';
 // @ts-expect-error plain ESM script without types
@@ -79,10 +89,14 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
     return Array.from({ length: n }, (_, i) => {
       const base = { operatorId: t.operatorId, venueId: t.venueIds[i % t.venueIds.length]!, ts: end - 7_200_000 + i * 1_733 };
       switch (i % 4) {
-        case 0: return event({ ...base, type: 'environment', metrics: { temperature: 18 + (i % 50) / 10, co2: 400 + (i % 300) } });
-        case 1: return event({ ...base, type: 'entry', metrics: { entries: 1 + (i % 3) } });
-        case 2: return event({ ...base, type: 'exit', metrics: { exits: 1 + (i % 2) } });
-        default: return event({ ...base, type: 'device_seen', device: deviceId(`dev-${i % 37}`) });
+        case 0:
+          return event({ ...base, type: 'environment', metrics: { temperature: 18 + (i % 50) / 10, co2: 400 + (i % 300) } });
+        case 1:
+          return event({ ...base, type: 'entry', metrics: { entries: 1 + (i % 3) } });
+        case 2:
+          return event({ ...base, type: 'exit', metrics: { exits: 1 + (i % 2) } });
+        default:
+          return event({ ...base, type: 'device_seen', device: deviceId(`dev-${i % 37}`) });
       }
     });
   }
@@ -90,21 +104,45 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
   it('creates every table replicated on every node, with a Distributed table of each name, and re-runs as a no-op', async () => {
     const again = await migrateClickhouse(serverExecutor(createCh(cfg, null)), cfg.CLICKHOUSE_DATABASE);
     expect(again.applied).toEqual([]);
-    const engines = await Promise.all(local.map(({ ch }) =>
-      chRows<{ name: string; engine: string }>(ch, chsql`SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name`)));
+    const engines = await Promise.all(
+      local.map(({ ch }) =>
+        chRows<{ name: string; engine: string }>(
+          ch,
+          chsql`SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name`,
+        ),
+      ),
+    );
     for (const e of engines) expect(e).toEqual(engines[0]);
     const tables = engines[0]!.filter((t) => t.engine !== 'MaterializedView' && t.name !== 'schema_migrations');
-    expect(tables.map((t) => t.name)).toEqual(expect.arrayContaining(['events', 'telemetry_1m', 'telemetry_1h', 'telemetry_1d', 'derived_visits', 'retention_classes']));
+    expect(tables.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['events', 'telemetry_1m', 'telemetry_1h', 'telemetry_1d', 'derived_visits', 'retention_classes']),
+    );
     for (const t of tables) expect(t.engine, t.name).toMatch(/^Replicated\w*MergeTree$/);
-    const dist = await chRows<{ name: string; engine: string }>(cluster, chsql`SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name`);
+    const dist = await chRows<{ name: string; engine: string }>(
+      cluster,
+      chsql`SELECT name, engine FROM system.tables WHERE database = currentDatabase() ORDER BY name`,
+    );
     expect(dist.map((t) => t.name)).toEqual(tables.map((t) => t.name));
     expect(new Set(dist.map((t) => t.engine))).toEqual(new Set(['Distributed']));
   });
 
   it('stores what the sink writes exactly once, sharded by venue, with rollups and query answers equal to one server', async () => {
-    const t = await newTenant(h.db, 'pro', ['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'America/New_York', 'Australia/Sydney', 'Europe/London', 'Asia/Tokyo', 'America/Chicago']);
+    const t = await newTenant(h.db, 'pro', [
+      'UTC',
+      'Europe/Berlin',
+      'Asia/Kolkata',
+      'America/New_York',
+      'Australia/Sydney',
+      'Europe/London',
+      'Asia/Tokyo',
+      'America/Chicago',
+    ]);
     const events = workload(t, 3000);
-    await produceRequests(h, [...events].sort((a, b) => a.venueId.localeCompare(b.venueId)), 40);
+    await produceRequests(
+      h,
+      [...events].sort((a, b) => a.venueId.localeCompare(b.venueId)),
+      40,
+    );
     const single = await startSink(h, `cluster-test-single-${randomUUID()}`, { batchRows: 500 });
     const gc = `cluster-test-cluster-${randomUUID()}`;
     const clustered = await startSink(h, gc, { batchRows: 500, ch: cluster });
@@ -118,14 +156,22 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
     const where = `kafka_topic = '${h.topics.events}'`;
     expect(await count(cluster, where)).toBe(events.length);
     // Each venue's rows on one shard only, and both replicas of that shard hold them all.
-    const perNode = await Promise.all(local.map(async ({ node, ch }) => ({
-      node,
-      venues: await chRows<{ venue: string; n: number }>(ch, raw(`SELECT toString(venue_id) AS venue, toUInt32(count()) AS n FROM events WHERE ${where} GROUP BY venue ORDER BY venue`)),
-    })));
+    const perNode = await Promise.all(
+      local.map(async ({ node, ch }) => ({
+        node,
+        venues: await chRows<{ venue: string; n: number }>(
+          ch,
+          raw(`SELECT toString(venue_id) AS venue, toUInt32(count()) AS n FROM events WHERE ${where} GROUP BY venue ORDER BY venue`),
+        ),
+      })),
+    );
     for (const s of [1, 2]) {
       const [a, b] = perNode.filter((p) => p.node.shard === s);
       await waitFor(`shard ${s}'s replicas to agree`, async () => {
-        const again = await chRows<{ venue: string; n: number }>(local.find((l) => l.node === b!.node)!.ch, raw(`SELECT toString(venue_id) AS venue, toUInt32(count()) AS n FROM events WHERE ${where} GROUP BY venue ORDER BY venue`));
+        const again = await chRows<{ venue: string; n: number }>(
+          local.find((l) => l.node === b!.node)!.ch,
+          raw(`SELECT toString(venue_id) AS venue, toUInt32(count()) AS n FROM events WHERE ${where} GROUP BY venue ORDER BY venue`),
+        );
         return JSON.stringify(again) === JSON.stringify(a!.venues);
       });
     }
@@ -150,10 +196,21 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
     const window = { operatorId: t.operatorId, fromSec: now - 86_400, toSec: now + 60 };
     expect(await operatorEventCount(cluster, window)).toBe(await operatorEventCount(h.ch, window));
     expect(await operatorEventCount(cluster, window)).toBe(events.length);
-    expect(rounded(await operatorActivity(cluster, { ...window, bucketSec: 3600 }))).toEqual(rounded(await operatorActivity(h.ch, { ...window, bucketSec: 3600 })));
+    expect(rounded(await operatorActivity(cluster, { ...window, bucketSec: 3600 }))).toEqual(
+      rounded(await operatorActivity(h.ch, { ...window, bucketSec: 3600 })),
+    );
     for (const venueId of t.venueIds.slice(0, 2)) {
       for (const resolution of ['1m', '1h'] as const) {
-        const q = { operatorId: t.operatorId, venueId, keys: ['temperature', 'entries', 'events', 'devices'], agg: 'SUM' as const, resolution, fromSec: now - 86_400, toSec: now + 60, bucketSec: resolution === '1m' ? 300 : 3600 };
+        const q = {
+          operatorId: t.operatorId,
+          venueId,
+          keys: ['temperature', 'entries', 'events', 'devices'],
+          agg: 'SUM' as const,
+          resolution,
+          fromSec: now - 86_400,
+          toSec: now + 60,
+          bucketSec: resolution === '1m' ? 300 : 3600,
+        };
         expect(rounded(await telemetrySeries(cluster, q)), `${venueId} ${resolution}`).toEqual(rounded(await telemetrySeries(h.ch, q)));
       }
     }
@@ -165,7 +222,11 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
     try {
       const t = await newTenant(h2.db, 'starter', ['UTC', 'Europe/Paris', 'Asia/Tokyo', 'America/Denver']);
       const events = workload(t, 1500);
-      await produceRequests(h2, [...events].sort((a, b) => a.venueId.localeCompare(b.venueId)), 70);
+      await produceRequests(
+        h2,
+        [...events].sort((a, b) => a.venueId.localeCompare(b.venueId)),
+        70,
+      );
       const g = `cluster-test-replay-${randomUUID()}`;
       let crashed = false;
       const first: RunningSink = await startSink(h2, g, {
@@ -203,29 +264,69 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
   it('drops an expired partition on every replica of every shard', async () => {
     // Venues of both shards (the Distributed tables' sharding key: cityHash64 of the venue id, modulo 2).
     const candidates = Array.from({ length: 16 }, () => randomUUID());
-    const shardOf = await chRows<{ v: string; s: number }>(cluster, raw(`SELECT v, toUInt8(cityHash64(v) % 2) AS s FROM (SELECT arrayJoin([${candidates.map((c) => `'${c}'`).join(',')}]) AS v)`));
-    const t = { operatorId: randomUUID(), venueIds: [...shardOf.filter((x) => x.s === 0).slice(0, 2), ...shardOf.filter((x) => x.s === 1).slice(0, 2)].map((x) => x.v) };
+    const shardOf = await chRows<{ v: string; s: number }>(
+      cluster,
+      raw(`SELECT v, toUInt8(cityHash64(v) % 2) AS s FROM (SELECT arrayJoin([${candidates.map((c) => `'${c}'`).join(',')}]) AS v)`),
+    );
+    const t = {
+      operatorId: randomUUID(),
+      venueIds: [...shardOf.filter((x) => x.s === 0).slice(0, 2), ...shardOf.filter((x) => x.s === 1).slice(0, 2)].map((x) => x.v),
+    };
     expect(t.venueIds.length).toBe(4);
     const old = Date.UTC(2020, 0, 15, 12) / 1000;
     const fresh = Math.floor(Date.now() / 1000) - 3600;
     const row = (venueId: string, ts: number, retention: number) => ({
-      event_id: randomUUID(), operator_id: t.operatorId, venue_id: venueId, zone_id: '', connector_type: 'meraki', event_type: 'environment',
-      ts, local_day: new Date(ts * 1000).toISOString().slice(0, 10), ts_ms: 0, received_at: ts, device: '', randomized_mac: 0,
-      metric_names: ['temperature'], metric_values: [20], payload: '{}', retention_days: retention, kafka_topic: 'retention-test',
-      kafka_partition: 0, kafka_offset: 0, kafka_index: 0,
+      event_id: randomUUID(),
+      operator_id: t.operatorId,
+      venue_id: venueId,
+      zone_id: '',
+      connector_type: 'meraki',
+      event_type: 'environment',
+      ts,
+      local_day: new Date(ts * 1000).toISOString().slice(0, 10),
+      ts_ms: 0,
+      received_at: ts,
+      device: '',
+      randomized_mac: 0,
+      metric_names: ['temperature'],
+      metric_values: [20],
+      payload: '{}',
+      retention_days: retention,
+      kafka_topic: 'retention-test',
+      kafka_partition: 0,
+      kafka_offset: 0,
+      kafka_index: 0,
     });
     // Class 7 (never used elsewhere by the tests): old rows on both shards, and fresh ones that stay.
     await insertRows(cluster, 'events', [...t.venueIds.map((v) => row(v, old, 7)), ...t.venueIds.map((v) => row(v, fresh, 7))]);
     const oldPartition = `7-20200115`;
     const partsOn = async (ch: Ch) =>
-      (await chRows<{ table: string }>(ch, chsql`SELECT DISTINCT table FROM system.parts WHERE database = currentDatabase() AND active AND partition_id = ${oldPartition}`)).map((r) => r.table).sort();
-    await waitFor('the old partition on every replica', async () => (await Promise.all(local.map(({ ch }) => partsOn(ch)))).every((p) => p.includes('events')));
+      (
+        await chRows<{ table: string }>(
+          ch,
+          chsql`SELECT DISTINCT table FROM system.parts WHERE database = currentDatabase() AND active AND partition_id = ${oldPartition}`,
+        )
+      )
+        .map((r) => r.table)
+        .sort();
+    await waitFor('the old partition on every replica', async () =>
+      (await Promise.all(local.map(({ ch }) => partsOn(ch)))).every((p) => p.includes('events')),
+    );
 
     const dropped = await dropExpiredPartitions(cluster, log);
-    expect(dropped).toEqual(expect.arrayContaining([{ table: 'events', partitionId: oldPartition }, { table: 'telemetry_1m', partitionId: oldPartition }]));
+    expect(dropped).toEqual(
+      expect.arrayContaining([
+        { table: 'events', partitionId: oldPartition },
+        { table: 'telemetry_1m', partitionId: oldPartition },
+      ]),
+    );
     // Each (table, partition) reported once, as on one server.
     expect(new Set(dropped.map((d) => `${d.table}:${d.partitionId}`)).size).toBe(dropped.length);
-    await waitFor('the drop on every replica', async () => (await Promise.all(local.map(({ ch }) => partsOn(ch)))).every((p) => p.length === 0), 30_000);
+    await waitFor(
+      'the drop on every replica',
+      async () => (await Promise.all(local.map(({ ch }) => partsOn(ch)))).every((p) => p.length === 0),
+      30_000,
+    );
     expect(await count(cluster, `has([${t.venueIds.map((v) => `'${v}'`).join(',')}], toString(venue_id))`)).toBe(t.venueIds.length);
     expect(await dropExpiredPartitions(cluster, log)).toEqual([]);
   }, 90_000);
@@ -235,7 +336,16 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
     const victim = nodes.find((n) => n.shard === 2 && n.replica === 1)! as Node & { kill(): Promise<boolean> };
     const mate = local.find((l) => l.node.shard === 2 && l.node.replica === 2)!;
     try {
-      const t = await newTenant(h3.db, 'pro', ['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'America/New_York', 'Australia/Sydney', 'Europe/London', 'Asia/Tokyo', 'America/Chicago']);
+      const t = await newTenant(h3.db, 'pro', [
+        'UTC',
+        'Europe/Berlin',
+        'Asia/Kolkata',
+        'America/New_York',
+        'Australia/Sydney',
+        'Europe/London',
+        'Asia/Tokyo',
+        'America/Chicago',
+      ]);
       const events = workload(t, 2400);
       const g = `cluster-test-kill-${randomUUID()}`;
       const sink = await startSink(h3, g, { ch: cluster, batchRows: 200 });
@@ -258,11 +368,17 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
         await sink.stop();
       }
       await waitFor('every event in sight again', async () => (await count(cluster, where)) === events.length, 60_000);
-      expect((await chRows<{ d: number }>(cluster, raw(`SELECT toUInt32(uniqExact(event_id)) AS d FROM events WHERE ${where}`)))[0]!.d).toBe(events.length);
+      expect(
+        (await chRows<{ d: number }>(cluster, raw(`SELECT toUInt32(uniqExact(event_id)) AS d FROM events WHERE ${where}`)))[0]!.d,
+      ).toBe(events.length);
       // The restarted replica ends with exactly its mate's rows.
       const victimCh = local.find((l) => l.node === victim)!.ch;
       const shardRows = (ch: Ch) => count(ch, where);
-      await waitFor('the restarted replica to catch up', async () => (await shardRows(victimCh)) === (await shardRows(mate.ch)) && (await shardRows(mate.ch)) > 0, 60_000);
+      await waitFor(
+        'the restarted replica to catch up',
+        async () => (await shardRows(victimCh)) === (await shardRows(mate.ch)) && (await shardRows(mate.ch)) > 0,
+        60_000,
+      );
       const got = await rollupTotals({ ...h3, ch: cluster }, 'telemetry_1m', t.venueIds);
       expect(got.events!.count).toBe(events.length);
     } finally {
@@ -280,7 +396,9 @@ describe.skipIf(!process.env.CLICKHOUSE_CLUSTER_TEST)('ClickHouse cluster mode (
     // Folders private, and the files holding the password (users.xml; config.xml's cluster definition) 0600.
     const dir = path.join(STACK_DIR, 'clickhouse-cluster');
     const mode = (p: string) => (fs.statSync(p).mode & 0o777).toString(8);
-    for (const d of [dir, ...mine.map((n) => path.join(dir, n)), ...nodes.map((n) => path.join(dir, n.name, 'data'))]) expect(mode(d), d).toBe('700');
-    for (const n of nodes) for (const f of ['config.xml', 'users.xml']) expect(mode(path.join(dir, n.name, f)), `${n.name}/${f}`).toBe('600');
+    for (const d of [dir, ...mine.map((n) => path.join(dir, n)), ...nodes.map((n) => path.join(dir, n.name, 'data'))])
+      expect(mode(d), d).toBe('700');
+    for (const n of nodes)
+      for (const f of ['config.xml', 'users.xml']) expect(mode(path.join(dir, n.name, f)), `${n.name}/${f}`).toBe('600');
   });
 });

@@ -23,7 +23,9 @@ describe('cluster mode without a cluster', () => {
         `ENGINE = Replicated${engine[1]}('/clickhouse/tables/{shard}/venue_local/${table}', '{replica}'${args ? `, ${args}` : ''})`,
       );
       // Columns, PARTITION BY, ORDER BY and SETTINGS are untouched.
-      expect(out.replace(/ENGINE = Replicated[\s\S]*?\)(?=\s|$)/, ''), table).toBe(statement.replace(/ENGINE\s*=\s*\w*MergeTree(?:\([^)]*\))?/, ''));
+      expect(out.replace(/ENGINE = Replicated[\s\S]*?\)(?=\s|$)/, ''), table).toBe(
+        statement.replace(/ENGINE\s*=\s*\w*MergeTree(?:\([^)]*\))?/, ''),
+      );
     }
   });
 

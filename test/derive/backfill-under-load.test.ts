@@ -37,7 +37,14 @@ let pipeline: ChildProcess;
 beforeAll(async () => {
   api = await startApi(cfg);
   pipeline = spawn(process.execPath, ['node_modules/vite-node/vite-node.mjs', 'apps/pipeline/main.ts'], {
-    env: { ...process.env, KAFKA_TOPIC_PREFIX: prefix, RATE_LIMITS_ENABLED: 'false', PROCESSOR_TICK_MS: '500', DERIVE_INTERVAL_MS: '500', SHUTDOWN_TIMEOUT_MS: '10000' },
+    env: {
+      ...process.env,
+      KAFKA_TOPIC_PREFIX: prefix,
+      RATE_LIMITS_ENABLED: 'false',
+      PROCESSOR_TICK_MS: '500',
+      DERIVE_INTERVAL_MS: '500',
+      SHUTDOWN_TIMEOUT_MS: '10000',
+    },
     stdio: 'ignore',
   });
 }, 60_000);
@@ -48,7 +55,8 @@ afterAll(async () => {
 });
 
 const client = () => new ApiClient({ url: api.url, log });
-const fleet = (name: string) => setUpFleet({ client: client(), log, operatorName: name, plan: 'pro', venues: 4, adminSecret: () => cfg.ADMIN_SECRET });
+const fleet = (name: string) =>
+  setUpFleet({ client: client(), log, operatorName: name, plan: 'pro', venues: 4, adminSecret: () => cfg.ADMIN_SECRET });
 
 async function backfill(f: Fleet): Promise<number> {
   const c = client();
@@ -93,10 +101,37 @@ async function figures(f: Fleet) {
     const dwell = await venueDwell(deps, operatorId, { id: v.id, range: '7d' }, START);
     const scoring = await visitorScoring(deps, operatorId, { id: v.id, range: '7d' }, START);
     const predictions = [];
-    for (const [dayOfWeek, hour] of [[0, 13], [3, 11], [5, 18], [6, 2]] as const) predictions.push(await predictOccupancy(deps, operatorId, { id: v.id, dayOfWeek, hour }, START));
-    const hourly = (await getTelemetry(deps, operatorId, v.id, { keys: ['occupancy'], startTs: FROM, endTs: START, interval: HOUR, agg: 'AVG', fill: 'null' })) as Record<string, unknown[]>;
-    const daily = (await getTelemetry(deps, operatorId, v.id, { keys: ['occupancy'], startTs: FROM, endTs: START, interval: DAY, agg: 'MAX', fill: 'none' })) as Record<string, unknown[]>;
-    out.push({ venue: v.key, dwell: dwell.zones.map((z) => z.buckets.map((b) => b.count)), scoring: scoring.segments, predictions, hourly: hourly.occupancy, daily: daily.occupancy });
+    for (const [dayOfWeek, hour] of [
+      [0, 13],
+      [3, 11],
+      [5, 18],
+      [6, 2],
+    ] as const)
+      predictions.push(await predictOccupancy(deps, operatorId, { id: v.id, dayOfWeek, hour }, START));
+    const hourly = (await getTelemetry(deps, operatorId, v.id, {
+      keys: ['occupancy'],
+      startTs: FROM,
+      endTs: START,
+      interval: HOUR,
+      agg: 'AVG',
+      fill: 'null',
+    })) as Record<string, unknown[]>;
+    const daily = (await getTelemetry(deps, operatorId, v.id, {
+      keys: ['occupancy'],
+      startTs: FROM,
+      endTs: START,
+      interval: DAY,
+      agg: 'MAX',
+      fill: 'none',
+    })) as Record<string, unknown[]>;
+    out.push({
+      venue: v.key,
+      dwell: dwell.zones.map((z) => z.buckets.map((b) => b.count)),
+      scoring: scoring.segments,
+      predictions,
+      hourly: hourly.occupancy,
+      daily: daily.occupancy,
+    });
   }
   return out;
 }
@@ -109,8 +144,14 @@ describe('the simulator backfill beside another operator streaming live', () => 
     const alone = await figures(idle);
     // Not an empty picture: visits in every venue, occupancy over the days.
     for (const v of alone) {
-      expect(v.dwell[0]!.reduce((a, b) => a + b, 0), `${v.venue} visits`).toBeGreaterThan(0);
-      expect(v.scoring.reduce((a, s) => a + s.count, 0), `${v.venue} visitors`).toBeGreaterThan(0);
+      expect(
+        v.dwell[0]!.reduce((a, b) => a + b, 0),
+        `${v.venue} visits`,
+      ).toBeGreaterThan(0);
+      expect(
+        v.scoring.reduce((a, s) => a + s.count, 0),
+        `${v.venue} visitors`,
+      ).toBeGreaterThan(0);
     }
     expect(alone.some((v) => v.predictions.some((p) => p.mean > 0))).toBe(true);
     expect(alone.some((v) => (v.hourly as Array<{ value: number | null }>).some((p) => (p.value ?? 0) > 0))).toBe(true);
@@ -126,7 +167,11 @@ describe('the simulator backfill beside another operator streaming live', () => 
       for (let i = 0; !stop; i++) {
         const now = new Date().toISOString();
         for (const v of neighbour.venues) {
-          const seen = Array.from({ length: 20 }, (_, d) => ({ type: 'device_seen', timestamp: now, payload: { clientMac: `02:00:00:00:${(i % 50).toString(16).padStart(2, '0')}:${d.toString(16).padStart(2, '0')}`, rssi: 40 } }));
+          const seen = Array.from({ length: 20 }, (_, d) => ({
+            type: 'device_seen',
+            timestamp: now,
+            payload: { clientMac: `02:00:00:00:${(i % 50).toString(16).padStart(2, '0')}:${d.toString(16).padStart(2, '0')}`, rssi: 40 },
+          }));
           const counted = [{ type: 'occupancy', timestamp: now, payload: { space_id: 'spc_1', update_type: 'live', occupancy: i % 30 } }];
           neighbourAccepted += (await c.ingest(v.id, 'meraki', seen)).accepted + (await c.ingest(v.id, 'density', counted)).accepted;
         }

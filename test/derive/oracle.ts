@@ -29,11 +29,25 @@ export interface DoorEvent {
 
 const parts = (ts: number, timeZone: string) => {
   const p = Object.fromEntries(
-    new Intl.DateTimeFormat('en-CA', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', weekday: 'short' })
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      weekday: 'short',
+    })
       .formatToParts(new Date(ts))
       .map((x) => [x.type, x.value]),
   );
-  return { date: `${p.year}-${p.month}-${p.day}`, hour: Number(p.hour), minute: Number(p.minute), weekday: ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'].indexOf(p.weekday!) };
+  return {
+    date: `${p.year}-${p.month}-${p.day}`,
+    hour: Number(p.hour),
+    minute: Number(p.minute),
+    weekday: ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'].indexOf(p.weekday!),
+  };
 };
 
 /** The reset instant at or before ts: the first instant the local clock reads resetHour:00 (whole-hour zones, an hour that exists every day). */
@@ -81,7 +95,14 @@ export function oracleVisits(sightings: Sighting[], resetHour: number, timeZone:
       const first = run[0]!;
       const last = run[run.length - 1]!;
       if (run.length >= 2 && last.ts - first.ts >= MIN_DWELL) {
-        out.push({ zone: zone!, device: first.device, start: first.ts, end: last.ts, closes: last.left ? last.ts : Math.min(last.ts + GAP, p.end), day: p.day });
+        out.push({
+          zone: zone!,
+          device: first.device,
+          start: first.ts,
+          end: last.ts,
+          closes: last.left ? last.ts : Math.min(last.ts + GAP, p.end),
+          day: p.day,
+        });
       }
       run = [];
     };
@@ -136,7 +157,13 @@ export function oracleOccupancy(doors: DoorEvent[], resetHour: number, timeZone:
   for (const [start, list] of byPeriod) {
     // Same instant: counts first, then larger amounts (entries before exits), then id.
     const signed = (d: DoorEvent) => (d.kind === 'exit' ? -d.amount : d.amount);
-    list.sort((a, b) => a.ts - b.ts || Number(b.kind === 'count') - Number(a.kind === 'count') || signed(b) - signed(a) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    list.sort(
+      (a, b) =>
+        a.ts - b.ts ||
+        Number(b.kind === 'count') - Number(a.kind === 'count') ||
+        signed(b) - signed(a) ||
+        (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
     points.set(start, 0);
     let n = 0;
     for (const d of list) {
@@ -148,7 +175,10 @@ export function oracleOccupancy(doors: DoorEvent[], resetHour: number, timeZone:
 }
 
 /** Mean of the points per bucket (bucketOf gives a point's bucket). */
-export function oracleMeans(points: Array<{ ts: number; value: number }>, bucketOf: (ts: number) => number | string): Map<number | string, number> {
+export function oracleMeans(
+  points: Array<{ ts: number; value: number }>,
+  bucketOf: (ts: number) => number | string,
+): Map<number | string, number> {
   const sums = new Map<number | string, [number, number]>();
   for (const p of points) {
     const b = bucketOf(p.ts);
@@ -161,7 +191,14 @@ export function oracleMeans(points: Array<{ ts: number; value: number }>, bucket
 export const localDate = (ts: number, timeZone: string) => parts(ts, timeZone).date;
 
 /** Prediction samples: hours of the 28 days before now's hour on that local weekday and hour (docs/processors.md#predictions). */
-export function oraclePrediction(points: Array<{ ts: number; value: number }>, now: number, dayOfWeek: number, hour: number, resetHour: number, timeZone: string) {
+export function oraclePrediction(
+  points: Array<{ ts: number; value: number }>,
+  now: number,
+  dayOfWeek: number,
+  hour: number,
+  resetHour: number,
+  timeZone: string,
+) {
   const to = Math.floor(now / HOUR) * HOUR;
   const samples: number[] = [];
   for (let t = to - 28 * DAY; t < to; t += HOUR) {

@@ -22,7 +22,8 @@ import { DAY, HOUR, MINUTE, oracleDwell, oracleOccupancy, oracleScoring, oracleV
  * visits, loyalty and the occupancy history of every stored venue period from the raw table.
  */
 const dir = mkdtempSync(join(tmpdir(), 'ch-migrations-'));
-for (const file of readdirSync(CLICKHOUSE_MIGRATIONS).filter((f) => f.endsWith('.sql') && Number.parseInt(f, 10) <= 9)) copyFileSync(join(CLICKHOUSE_MIGRATIONS, file), join(dir, file));
+for (const file of readdirSync(CLICKHOUSE_MIGRATIONS).filter((f) => f.endsWith('.sql') && Number.parseInt(f, 10) <= 9))
+  copyFileSync(join(CLICKHOUSE_MIGRATIONS, file), join(dir, file));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('the derive job on a database migrated from 0009', () => {
@@ -47,14 +48,27 @@ describe('the derive job on a database migrated from 0009', () => {
         const device = deviceId(`upgrade-${i % 4}`);
         sightings.push({ ts, device, zone: null, left: false }, { ts: ts + 3 * MINUTE, device, zone: null, left: false });
         rows.push(event({ ...v, ts, type: 'device_seen', device }), event({ ...v, ts: ts + 3 * MINUTE, type: 'device_seen', device }));
-        const door = event({ ...v, ts: ts + 30_000, type: i % 3 ? 'entry' : 'exit', zoneId: v.zones.door!, metrics: i % 3 ? { entries: 2 } : { exits: 3 } });
+        const door = event({
+          ...v,
+          ts: ts + 30_000,
+          type: i % 3 ? 'entry' : 'exit',
+          zoneId: v.zones.door!,
+          metrics: i % 3 ? { entries: 2 } : { exits: 3 },
+        });
         doors.push({ ts: door.ts, id: door.id, kind: i % 3 ? 'entry' : 'exit', amount: i % 3 ? 2 : 3, forVenue: true });
         rows.push(door);
       }
-      await insertEvents(ch, rows.map((e, i) => toRow(e, { topic: 'upgrade', partition: 0, offset: String(i), index: 0 }, { timezone: 'America/New_York', retentionDays: 365 })));
+      await insertEvents(
+        ch,
+        rows.map((e, i) =>
+          toRow(e, { topic: 'upgrade', partition: 0, offset: String(i), index: 0 }, { timezone: 'America/New_York', retentionDays: 365 }),
+        ),
+      );
 
       expect((await migrateClickhouse(engine, database)).applied).toEqual(['10_derived_from_raw', '11_zone_occupancy']);
-      const tables = (await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${database}'`)).map((t) => t.name);
+      const tables = (await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${database}'`)).map(
+        (t) => t.name,
+      );
       expect(tables).not.toContain('visits');
       expect(tables).toContain('derived_visits');
       await job.runOnce();
@@ -67,11 +81,21 @@ describe('the derive job on a database migrated from 0009', () => {
       expect(dwell.zones[0]!.buckets.map((b) => b.count)).toEqual(oracleDwell(visits, now, 7).get('')!);
       const scoring = await visitorScoring(deps, v.operatorId, { id: v.venueId, range: '7d' }, now);
       expect(scoring.segments.map((s) => s.count)).toEqual(oracleScoring(visits, now, 7, 5, 'America/New_York'));
-      const series = (await getTelemetry(deps, v.operatorId, v.venueId, { keys: ['occupancy'], startTs: start - HOUR, endTs: now, interval: HOUR, agg: 'MAX', fill: 'null' })) as Record<string, Array<{ ts: number; value: number | null }>>;
+      const series = (await getTelemetry(deps, v.operatorId, v.venueId, {
+        keys: ['occupancy'],
+        startTs: start - HOUR,
+        endTs: now,
+        interval: HOUR,
+        agg: 'MAX',
+        fill: 'null',
+      })) as Record<string, Array<{ ts: number; value: number | null }>>;
       const points = oracleOccupancy(doors, 5, 'America/New_York');
       const maxByHour = new Map<number, number>();
-      for (const p of points.filter((x) => x.ts >= start - HOUR)) maxByHour.set(Math.floor(p.ts / HOUR) * HOUR, Math.max(maxByHour.get(Math.floor(p.ts / HOUR) * HOUR) ?? 0, p.value));
-      expect(series.occupancy!.filter((p) => p.value !== null).map((p) => [p.ts, p.value])).toEqual([...maxByHour].sort((a, b) => a[0] - b[0]));
+      for (const p of points.filter((x) => x.ts >= start - HOUR))
+        maxByHour.set(Math.floor(p.ts / HOUR) * HOUR, Math.max(maxByHour.get(Math.floor(p.ts / HOUR) * HOUR) ?? 0, p.value));
+      expect(series.occupancy!.filter((p) => p.value !== null).map((p) => [p.ts, p.value])).toEqual(
+        [...maxByHour].sort((a, b) => a[0] - b[0]),
+      );
     } finally {
       await job.stop();
       await engine.exec(`DROP DATABASE IF EXISTS ${database}`);

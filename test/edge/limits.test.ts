@@ -158,7 +158,19 @@ describe('stream sources and scale-out', () => {
       topic: () => extraTopic,
       decode: decodeEventMessage,
       toItems: (decoded) =>
-        decoded.flatMap(({ event: e }) => (e ? [{ operatorId: e.operatorId, venueId: e.venueId, eventType: 'occupancy-update-test', metrics: e.metrics, time: new Date(e.ts).toISOString() }] : [])),
+        decoded.flatMap(({ event: e }) =>
+          e
+            ? [
+                {
+                  operatorId: e.operatorId,
+                  venueId: e.venueId,
+                  eventType: 'occupancy-update-test',
+                  metrics: e.metrics,
+                  time: new Date(e.ts).toISOString(),
+                },
+              ]
+            : [],
+        ),
     };
     const multi = await extraEdge({}, { sources: [...STREAM_SOURCES, extra] });
     const c = track(await Client.connected(multi.url, op.key));
@@ -168,15 +180,43 @@ describe('stream sources and scale-out', () => {
     const now = Date.now();
     await producer.send({
       topic: extraTopic,
-      messages: [{ key: venue, ...encodeEventMessages([{ id: randomUUID(), operatorId: op.id, venueId: venue, zoneId: null, connectorType: 'density', type: 'occupancy', ts: now, receivedAt: now, device: null, randomizedMac: false, metrics: { occupancy: 12 }, payload: {} }])[0]! }],
+      messages: [
+        {
+          key: venue,
+          ...encodeEventMessages([
+            {
+              id: randomUUID(),
+              operatorId: op.id,
+              venueId: venue,
+              zoneId: null,
+              connectorType: 'density',
+              type: 'occupancy',
+              ts: now,
+              receivedAt: now,
+              device: null,
+              randomizedMac: false,
+              metrics: { occupancy: 12 },
+              payload: {},
+            },
+          ])[0]!,
+        },
+      ],
     });
     await producer.disconnect();
     await ingestDensity(api, op.key, venue, [{ type: 'occupancy', count: 11 }]);
     await c.next((m) => m.data?.eventType === 'occupancy');
     const update = await c.next((m) => m.data?.eventType === 'occupancy-update-test');
-    expect(update).toEqual({ cmdId: 1, data: { venueId: venue, eventType: 'occupancy-update-test', metrics: { occupancy: 12 }, time: new Date(now).toISOString() } });
+    expect(update).toEqual({
+      cmdId: 1,
+      data: { venueId: venue, eventType: 'occupancy-update-test', metrics: { occupancy: 12 }, time: new Date(now).toISOString() },
+    });
     const health = await request(multi.url.replace('ws://', 'http://').replace('/ws', '/health'));
-    expect(health.body.kafka.sources.map((s: { name: string; ready: boolean }) => [s.name, s.ready])).toEqual([['events', true], ['occupancy', true], ['alarms', true], ['test-updates', true]]);
+    expect(health.body.kafka.sources.map((s: { name: string; ready: boolean }) => [s.name, s.ready])).toEqual([
+      ['events', true],
+      ['occupancy', true],
+      ['alarms', true],
+      ['test-updates', true],
+    ]);
   });
 
   it('delivers from every edge instance: each sees every partition', async () => {
@@ -228,10 +268,22 @@ describe('backpressure, pings and health', () => {
     for (let start = 0; start < total; start += 500) {
       const messages = Array.from({ length: 500 }, (_, j) => ({
         key: venue,
-        ...encodeEventMessages([{
-          id: randomUUID(), operatorId: op.id, venueId: venue, zoneId: null, connectorType: 'density', type: 'occupancy',
-          ts: now - 1000, receivedAt: now, device: null, randomizedMac: false, metrics: { occupancy: start + j }, payload: {},
-        }])[0]!,
+        ...encodeEventMessages([
+          {
+            id: randomUUID(),
+            operatorId: op.id,
+            venueId: venue,
+            zoneId: null,
+            connectorType: 'density',
+            type: 'occupancy',
+            ts: now - 1000,
+            receivedAt: now,
+            device: null,
+            randomizedMac: false,
+            metrics: { occupancy: start + j },
+            payload: {},
+          },
+        ])[0]!,
       }));
       await producer.send({ topic: `${slowEdge.cfg.KAFKA_TOPIC_PREFIX}.events.v1`, messages });
     }
@@ -298,7 +350,11 @@ describe('backpressure, pings and health', () => {
     expect(health.status).toBe(200);
     expect(health.body.status).toBe('healthy');
     expect(health.body.websocket).toMatchObject({ connections: 3, operators: 2, subscriptions: 1, leases: 3, redis: 'shared' });
-    expect(health.body.kafka.sources).toEqual([expect.objectContaining({ name: 'events', ready: true, undecodable: 0 }), expect.objectContaining({ name: 'occupancy', ready: true }), expect.objectContaining({ name: 'alarms', ready: true })]);
+    expect(health.body.kafka.sources).toEqual([
+      expect.objectContaining({ name: 'events', ready: true, undecodable: 0 }),
+      expect.objectContaining({ name: 'occupancy', ready: true }),
+      expect.objectContaining({ name: 'alarms', ready: true }),
+    ]);
     expect(health.body.kafka.sources[0].messagesTailed).toBeGreaterThan(0);
   });
 });

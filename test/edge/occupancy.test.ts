@@ -61,8 +61,14 @@ describe('computed occupancy over /ws', () => {
     });
     await watcher.next((m) => m.data?.zoneId === zone);
     expect(watcher.pushes(7)).toEqual([
-      { cmdId: 7, data: { venueId: venue, zoneId: null, eventType: 'occupancy', metrics: { occupancy: 12 }, time: new Date(ts).toISOString() } },
-      { cmdId: 7, data: { venueId: venue, zoneId: zone, eventType: 'occupancy', metrics: { occupancy: 5 }, time: new Date(ts).toISOString() } },
+      {
+        cmdId: 7,
+        data: { venueId: venue, zoneId: null, eventType: 'occupancy', metrics: { occupancy: 12 }, time: new Date(ts).toISOString() },
+      },
+      {
+        cmdId: 7,
+        data: { venueId: venue, zoneId: zone, eventType: 'occupancy', metrics: { occupancy: 5 }, time: new Date(ts).toISOString() },
+      },
     ]);
     expect(temperatureOnly.pushes()).toEqual([]);
     watcher.close();
@@ -96,10 +102,33 @@ describe('alarm events over /ws', () => {
     const ts = Date.now();
     await producer.send({
       topic: alarmTopicName(api.services.cfg.KAFKA_TOPIC_PREFIX),
-      messages: [{ key: venue, value: encodeAlarmEvent({ id: 'a9c1e7d2-4f5b-4c6a-8e9f-0a1b2c3d4e5f', kind: 'created', cause: 'rule', operatorId: a.id, venueId: venue, previousSeverity: null, ts, alarm }) }],
+      messages: [
+        {
+          key: venue,
+          value: encodeAlarmEvent({
+            id: 'a9c1e7d2-4f5b-4c6a-8e9f-0a1b2c3d4e5f',
+            kind: 'created',
+            cause: 'rule',
+            operatorId: a.id,
+            venueId: venue,
+            previousSeverity: null,
+            ts,
+            alarm,
+          }),
+        },
+      ],
     });
     const push = await watcher.next((m) => m.data?.eventType === 'alarm');
-    expect(push).toEqual({ cmdId: 3, data: { venueId: venue, eventType: 'alarm', metrics: {}, alarm: { ...alarm, kind: 'created', previousSeverity: null }, time: new Date(ts).toISOString() } });
+    expect(push).toEqual({
+      cmdId: 3,
+      data: {
+        venueId: venue,
+        eventType: 'alarm',
+        metrics: {},
+        alarm: { ...alarm, kind: 'created', previousSeverity: null },
+        time: new Date(ts).toISOString(),
+      },
+    });
     await new Promise((r) => setTimeout(r, 300));
     expect(outsider.pushes()).toEqual([]);
     watcher.close();

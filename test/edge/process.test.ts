@@ -28,7 +28,12 @@ async function spawnEdge(env: Record<string, string> = {}): Promise<EdgeProcess>
   const edge = { child, url: `ws://127.0.0.1:${port}/ws`, health: `http://127.0.0.1:${port}/health`, exited };
   children.push(edge);
   const until = Date.now() + 60_000;
-  while (!(await fetch(edge.health).then((r) => r.ok, () => false))) {
+  while (
+    !(await fetch(edge.health).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
     if (Date.now() > until || child.exitCode !== null) throw new Error('the edge did not start');
     await sleep(200);
   }
@@ -82,7 +87,7 @@ describe('the edge process', () => {
     for (let i = 0; i < 10; i++) track(await Client.connected(next.url, a.key));
   });
 
-  it('never locks an operator out after a crash: the dead edge\'s leases lapse after WS_LEASE_TTL_MS', async () => {
+  it("never locks an operator out after a crash: the dead edge's leases lapse after WS_LEASE_TTL_MS", async () => {
     const ttl = 4000;
     const edge = await spawnEdge({ WS_LEASE_TTL_MS: String(ttl) });
     const op = await newOperator(api);

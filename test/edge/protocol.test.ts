@@ -161,7 +161,10 @@ describe('unsubscribing', () => {
     const c = await open(alice.key);
     await c.subscribe(1, aliceVenue, ['entries']);
     expect(await c.command({ tsSubCmds: [{ cmdId: 5, unsubscribe: true }] }, 5)).toMatchObject({ cmdId: 5, errorCode: 'NOT_FOUND' });
-    expect(await c.command({ tsSubCmds: [{ cmdId: 1, entityId: aliceOther, unsubscribe: true }] }, 1)).toMatchObject({ cmdId: 1, errorCode: 'NOT_FOUND' });
+    expect(await c.command({ tsSubCmds: [{ cmdId: 1, entityId: aliceOther, unsubscribe: true }] }, 1)).toMatchObject({
+      cmdId: 1,
+      errorCode: 'NOT_FOUND',
+    });
     expect(await c.command({ tsUnsubCmds: [{ cmdId: 8, entityId: aliceOther }] }, 8)).toMatchObject({ cmdId: 8, errorCode: 'NOT_FOUND' });
     await ingestDensity(api, alice.key, aliceVenue, [{ type: 'entry' }]);
     await c.next((m) => m.cmdId === 1 && m.data);
@@ -191,7 +194,9 @@ describe('bad commands get {cmdId, errorCode, errorMsg}, change nothing and keep
   it.each(cases)('%s', async (_name, message, cmdId, errorCode) => {
     const c = await open(alice.key);
     await c.subscribe(1, aliceVenue, ['entries']);
-    const text = (typeof message === 'string' ? message : JSON.stringify(message)).replaceAll('$VENUE', aliceVenue).replaceAll('$BOB', bobVenue);
+    const text = (typeof message === 'string' ? message : JSON.stringify(message))
+      .replaceAll('$VENUE', aliceVenue)
+      .replaceAll('$BOB', bobVenue);
     const reply = await c.command(text, cmdId);
     expect(Object.keys(reply).sort()).toEqual(['cmdId', 'errorCode', 'errorMsg']);
     expect(reply).toMatchObject({ cmdId, errorCode });
@@ -207,7 +212,12 @@ describe('bad commands get {cmdId, errorCode, errorMsg}, change nothing and keep
 
   it('answers each entry of a mixed message on its own: the good ones apply', async () => {
     const c = await open(alice.key);
-    c.send({ tsSubCmds: [{ cmdId: 1, entityId: aliceVenue, keys: ['bogus'] }, { cmdId: 2, entityId: aliceVenue, keys: ['entries'] }] });
+    c.send({
+      tsSubCmds: [
+        { cmdId: 1, entityId: aliceVenue, keys: ['bogus'] },
+        { cmdId: 2, entityId: aliceVenue, keys: ['entries'] },
+      ],
+    });
     expect(await c.next((m) => m.cmdId === 1)).toMatchObject({ errorCode: 'VALIDATION_ERROR' });
     expect(await c.next((m) => m.cmdId === 2)).toMatchObject({ type: 'subscribed' });
     await ingestDensity(api, alice.key, aliceVenue, [{ type: 'entry' }]);
@@ -250,7 +260,9 @@ describe('bad commands get {cmdId, errorCode, errorMsg}, change nothing and keep
       clients.push(c);
       await c.subscribe(1, aliceVenue, ['entries']);
       await c.subscribe(2, aliceOther, ['entries']);
-      expect(await c.command({ tsSubCmds: [{ cmdId: 3, entityId: aliceVenue, keys: ['occupancy'] }] }, 3)).toMatchObject({ errorCode: 'SUBSCRIPTION_LIMIT' });
+      expect(await c.command({ tsSubCmds: [{ cmdId: 3, entityId: aliceVenue, keys: ['occupancy'] }] }, 3)).toMatchObject({
+        errorCode: 'SUBSCRIPTION_LIMIT',
+      });
       // Replacing an existing cmdId is not an extra subscription.
       await c.subscribe(2, aliceVenue, ['occupancy']);
     } finally {
@@ -266,7 +278,12 @@ describe('tenant isolation', () => {
       { tsSubCmds: [{ cmdId: 1, entityId: aliceVenue, keys: ['entries', 'occupancy'] }] },
       { tsSubCmds: [{ cmdId: 1, entityId: aliceVenue, keys: ['entries'], operatorId: alice.id }] },
       { tsSubCmds: [{ cmdId: 2, entityId: aliceVenue.toUpperCase(), keys: ['entries'] }] },
-      { tsSubCmds: [{ cmdId: 3, entityId: bobVenue, keys: ['entries'] }, { cmdId: 4, entityId: aliceVenue, keys: ['entries'] }] },
+      {
+        tsSubCmds: [
+          { cmdId: 3, entityId: bobVenue, keys: ['entries'] },
+          { cmdId: 4, entityId: aliceVenue, keys: ['entries'] },
+        ],
+      },
       { tsSubCmds: [{ cmdId: 5, entityId: aliceVenue, keys: ['entries'] }], operatorId: alice.id },
       { tsUnsubCmds: [{ entityId: aliceVenue }], tsSubCmds: [{ cmdId: 6, entityId: aliceVenue, keys: ['entries'] }] },
     ];
@@ -276,7 +293,10 @@ describe('tenant isolation', () => {
     // Alice watches too, so the events are known to have gone through the edge.
     const alicesClient = await open(alice.key);
     await alicesClient.subscribe(1, aliceVenue, ['entries', 'occupancy']);
-    await ingestDensity(api, alice.key, aliceVenue, [{ type: 'entry', count: 1 }, { type: 'occupancy', count: 4 }]);
+    await ingestDensity(api, alice.key, aliceVenue, [
+      { type: 'entry', count: 1 },
+      { type: 'occupancy', count: 4 },
+    ]);
     await ingestDensity(api, bob.key, bobVenue, [{ type: 'entry', count: 2 }]);
     await alicesClient.next((m) => m.data?.eventType === 'occupancy');
     await eve.next((m) => m.cmdId === 3 && m.data);
@@ -299,13 +319,28 @@ describe('tenant isolation', () => {
     const kafka = new Kafka({ brokers: edge.cfg.KAFKA_BROKERS, clientId: 'edge-test', logLevel: logLevel.NOTHING });
     const producer = kafka.producer();
     await producer.connect();
-    const base = { zoneId: null, connectorType: 'density' as const, type: 'entry' as const, ts: Date.now() - 1000, receivedAt: Date.now(), device: null, randomizedMac: false, payload: {} };
+    const base = {
+      zoneId: null,
+      connectorType: 'density' as const,
+      type: 'entry' as const,
+      ts: Date.now() - 1000,
+      receivedAt: Date.now(),
+      device: null,
+      randomizedMac: false,
+      payload: {},
+    };
     await producer.send({
       topic: `${edge.cfg.KAFKA_TOPIC_PREFIX}.events.v1`,
       messages: [
-        { key: aliceVenue, ...encodeEventMessages([{ ...base, id: randomUUID(), operatorId: bob.id, venueId: aliceVenue, metrics: { entries: 100 } }])[0]! },
+        {
+          key: aliceVenue,
+          ...encodeEventMessages([{ ...base, id: randomUUID(), operatorId: bob.id, venueId: aliceVenue, metrics: { entries: 100 } }])[0]!,
+        },
         { key: aliceVenue, value: Buffer.from('not json') },
-        { key: aliceVenue, ...encodeEventMessages([{ ...base, id: randomUUID(), operatorId: alice.id, venueId: aliceVenue, metrics: { entries: 1 } }])[0]! },
+        {
+          key: aliceVenue,
+          ...encodeEventMessages([{ ...base, id: randomUUID(), operatorId: alice.id, venueId: aliceVenue, metrics: { entries: 1 } }])[0]!,
+        },
       ],
     });
     await producer.disconnect();

@@ -89,7 +89,10 @@ export class Client {
     for (;;) {
       const found = this.messages.slice(from).find(match);
       if (found !== undefined) return found;
-      if (Date.now() > deadline) throw new Error(`no matching message within ${timeoutMs} ms; closed: ${JSON.stringify(this.closed)}; got ${JSON.stringify(this.messages).slice(0, 2000)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `no matching message within ${timeoutMs} ms; closed: ${JSON.stringify(this.closed)}; got ${JSON.stringify(this.messages).slice(0, 2000)}`,
+        );
       await sleep(20);
     }
   }

@@ -43,7 +43,10 @@ describe('the real engines', () => {
     const id = randomUUID();
     const tricky = "O'Brien \\ café";
     await ch.insert({ table: table.text, values: [{ id, name: tricky, v: 1.5 }], format: 'JSONEachRow' });
-    const rowsBack = await chRows<{ id: string; name: string; v: number }>(ch, chsql`SELECT id, name, v FROM ${table} WHERE name = ${tricky}`);
+    const rowsBack = await chRows<{ id: string; name: string; v: number }>(
+      ch,
+      chsql`SELECT id, name, v FROM ${table} WHERE name = ${tricky}`,
+    );
     expect(rowsBack).toEqual([{ id, name: tricky, v: 1.5 }]);
     await ch.command({ query: `DROP TABLE ${table.text}` });
     await ch.close();
@@ -58,7 +61,10 @@ describe('the real engines', () => {
     await insertRows(ch, table.text, rows);
     const back = await chRows<{ n: number; name: string }>(ch, chsql`SELECT n, name FROM ${table} ORDER BY n`);
     expect(back).toEqual(rows);
-    const parts = await chRows<{ c: string }>(ch, chsql`SELECT count() AS c FROM system.parts WHERE database = currentDatabase() AND table = ${table.text} AND active`);
+    const parts = await chRows<{ c: string }>(
+      ch,
+      chsql`SELECT count() AS c FROM system.parts WHERE database = currentDatabase() AND table = ${table.text} AND active`,
+    );
     expect(Number(parts[0]!.c)).toBe(1);
     await expect(insertRows(ch, table.text, [{ n: 'not a number', name: 'x' }])).rejects.toThrow();
     // The connection went back to the pool in a usable state.
@@ -70,7 +76,10 @@ describe('the real engines', () => {
   it('round-trips rows through Postgres with parameterised statements', async () => {
     const db = createDb(cfg, 1);
     const name = "Robert'); DROP TABLE operators;--";
-    const created = await one<{ id: string }>(db, sql`INSERT INTO operators (name, email) VALUES (${name}, ${'a@example.com'}) RETURNING id`);
+    const created = await one<{ id: string }>(
+      db,
+      sql`INSERT INTO operators (name, email) VALUES (${name}, ${'a@example.com'}) RETURNING id`,
+    );
     const back = await one<{ name: string; plan: string }>(db, sql`SELECT name, plan FROM operators WHERE id = ${created!.id}`);
     expect(back).toEqual({ name, plan: 'free' });
     await db.end();
@@ -85,4 +94,3 @@ describe('the real engines', () => {
     redis.disconnect();
   });
 });
-

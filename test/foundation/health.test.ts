@@ -62,7 +62,10 @@ describe('GET /health', () => {
     const { rows } = await api.services.db.query(`INSERT INTO operators (name, email) VALUES ('h', 'h@example.com') RETURNING id`);
     // Later than any event another suite of the run may have stored (they reach minutes ahead at most).
     const latest = new Date(Date.now() + 365 * 86_400_000);
-    await api.services.db.query(`INSERT INTO venues (operator_id, name, timezone, last_event_at) VALUES ($1, 'v', 'UTC', $2)`, [rows[0].id, latest]);
+    await api.services.db.query(`INSERT INTO venues (operator_id, name, timezone, last_event_at) VALUES ($1, 'v', 'UTC', $2)`, [
+      rows[0].id,
+      latest,
+    ]);
     const after = (await request(`${api.url}/health`)).body.stats;
     expect(after.operatorCount).toBe(before.operatorCount + 1);
     expect(after.venueCount).toBe(before.venueCount + 1);

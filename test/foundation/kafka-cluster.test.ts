@@ -46,12 +46,16 @@ describe.skipIf(!process.env.KAFKA_CLUSTER_TEST)('the three-broker Kafka cluster
   it('gives a topic created by the processes three replicas and min.insync.replicas 2', async () => {
     await createMissingTopics(admin, [{ topic, numPartitions: 3 }]);
     expect((await partitions()).map((p) => p.replicas.length)).toEqual([3, 3, 3]);
-    const { resources } = await admin.describeConfigs({ resources: [{ type: 2, name: topic, configNames: ['min.insync.replicas'] }], includeSynonyms: false });
+    const { resources } = await admin.describeConfigs({
+      resources: [{ type: 2, name: topic, configNames: ['min.insync.replicas'] }],
+      includeSynonyms: false,
+    });
     expect(resources[0]!.configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue).toBe('2');
   });
 
   it('acknowledges acks=all writes while one node is killed with -9, and the node rejoins every ISR once started again', async () => {
-    const publish = (n: number) => publisher.publish([{ topic, messages: Array.from({ length: 50 }, (_, i) => ({ key: `venue-${(n + i) % 7}`, value: `${n}-${i}` })) }]);
+    const publish = (n: number) =>
+      publisher.publish([{ topic, messages: Array.from({ length: 50 }, (_, i) => ({ key: `venue-${(n + i) % 7}`, value: `${n}-${i}` })) }]);
     await publish(0);
     // Partition 0's leader: writes to it must move to a new leader within the publish deadline.
     const leader = (await partitions()).find((p) => p.partitionId === 0)!.leader;

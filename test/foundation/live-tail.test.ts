@@ -64,7 +64,13 @@ describe('runLiveTail (the edge reads its streams with it)', () => {
       other = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000 });
       await other.connect();
       await other.subscribe({ topics: [topic] });
-      await other.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: async () => { await sleep(10); } });
+      await other.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: async () => {
+          await sleep(10);
+        },
+      });
       await until('the tail gave partitions up', () => assignments.length >= 2 && assignments.at(-1)!.length < PARTITIONS);
       await sendRound('two');
       await sleep(1000);
@@ -80,7 +86,10 @@ describe('runLiveTail (the edge reads its streams with it)', () => {
     }
     expect(seen.filter((v) => v.startsWith('before'))).toEqual([]);
     for (let partition = 0; partition < PARTITIONS; partition++) {
-      expect(seen.filter((v) => v.endsWith(`/${partition}`)), `partition ${partition}`).toEqual(['one', 'two', 'three'].map((r) => `${r}/${partition}`));
+      expect(
+        seen.filter((v) => v.endsWith(`/${partition}`)),
+        `partition ${partition}`,
+      ).toEqual(['one', 'two', 'three'].map((r) => `${r}/${partition}`));
     }
   });
 });

@@ -27,7 +27,10 @@ function bash(script: string, env: Record<string, string>): Promise<{ code: numb
   return new Promise((resolve) => {
     // No start-up files: a machine's bashrc (through BASH_ENV) is not the README's business.
     const { BASH_ENV: _bashEnv, ENV: _env, ...inherited } = process.env;
-    const child = spawn('bash', ['--noprofile', '--norc', '-euo', 'pipefail', '-c', script], { cwd: repoPath(), env: { ...inherited, ...env } });
+    const child = spawn('bash', ['--noprofile', '--norc', '-euo', 'pipefail', '-c', script], {
+      cwd: repoPath(),
+      env: { ...inherited, ...env },
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -46,7 +49,10 @@ describe('the README curl session', () => {
     const json = lines.slice(1).map((l) => JSON.parse(l) as Record<string, unknown>);
     const [zone, integration, ingest, telemetry, density, alarms, ack, again] = json;
     expect(zone).toMatchObject({ slug: 'entrance', capacity: 40 });
-    expect(integration).toMatchObject({ connector_type: 'meraki', config: { org_id: '549236', api_key: '[REDACTED]', webhook_secret: '[REDACTED]' } });
+    expect(integration).toMatchObject({
+      connector_type: 'meraki',
+      config: { org_id: '549236', api_key: '[REDACTED]', webhook_secret: '[REDACTED]' },
+    });
     expect(ingest).toMatchObject({ accepted: 1, rejected: 1 });
     expect(telemetry).toMatchObject({ devices: [expect.objectContaining({ value: 1 })] });
     expect(density).toEqual({ accepted: 1, rejected: 0, errors: [] });

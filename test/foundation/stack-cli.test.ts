@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { registerProcess, timed, unregisterProcess } from '../../scripts/stack/common.mjs';
+import { registerProcess, timed, unregisterProcess } from '../../scripts/stack/state.mjs';
 
 const run = promisify(execFile);
 const stack = (...args: string[]) =>
@@ -51,7 +51,12 @@ describe('the stack command line', () => {
 
   it('reports a long first-run step while it runs and how long it took', async () => {
     const lines: string[] = [];
-    const result = await timed('packages   apt-get', (l) => lines.push(l), () => new Promise((r) => setTimeout(() => r(42), 130)), 50);
+    const result = await timed(
+      'packages   apt-get',
+      (l) => lines.push(l),
+      () => new Promise((r) => setTimeout(() => r(42), 130)),
+      50,
+    );
     expect(result).toBe(42);
     expect(lines.filter((l) => /^packages {3}apt-get … still running \(\d+ s\)$/.test(l)).length).toBeGreaterThanOrEqual(2);
     expect(lines.at(-1)).toMatch(/^packages {3}apt-get done in \d+ s$/);

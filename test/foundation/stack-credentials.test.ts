@@ -22,10 +22,16 @@ async function clickhouse(auth?: string) {
 
 /** A Redis connection as given: no retries, no ready check (which would itself be refused). */
 function bareRedis(url: string): Redis {
-  return new Redis(url, { lazyConnect: true, enableReadyCheck: false, enableOfflineQueue: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  return new Redis(url, {
+    lazyConnect: true,
+    enableReadyCheck: false,
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
 }
 
-describe('the local stack\'s credentials', () => {
+describe("the local stack's credentials", () => {
   it('ClickHouse refuses a query without the password or with a wrong one, and answers with it', async () => {
     expect(cfg.CLICKHOUSE_PASSWORD).not.toBe('');
     const anonymous = await clickhouse();
@@ -67,15 +73,26 @@ describe('the local stack\'s credentials', () => {
     };
     expect(loadConfig(env).REDIS_URL).toBe('redis://127.0.0.1:6379');
     expect(loadConfig({ ...env, REDIS_PASSWORD: 'p@ss:word' }).REDIS_URL).toBe('redis://:p%40ss%3Aword@127.0.0.1:6379');
-    expect(loadConfig({ ...env, REDIS_URL: 'redis://:own@10.0.0.1:6379/2', REDIS_PASSWORD: 'local' }).REDIS_URL).toBe('redis://:own@10.0.0.1:6379/2');
+    expect(loadConfig({ ...env, REDIS_URL: 'redis://:own@10.0.0.1:6379/2', REDIS_PASSWORD: 'local' }).REDIS_URL).toBe(
+      'redis://:own@10.0.0.1:6379/2',
+    );
   });
 
-  it('keeps every engine folder, and each engine\'s data folder, at mode 0700', () => {
+  it("keeps every engine folder, and each engine's data folder, at mode 0700", () => {
     // The cluster's folders exist only once `up --brokers 3` ran.
     const nodes = fs.existsSync(ENGINE_DIRS.kafkaCluster)
-      ? fs.readdirSync(ENGINE_DIRS.kafkaCluster, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => path.join(ENGINE_DIRS.kafkaCluster, d.name))
+      ? fs
+          .readdirSync(ENGINE_DIRS.kafkaCluster, { withFileTypes: true })
+          .filter((d) => d.isDirectory())
+          .map((d) => path.join(ENGINE_DIRS.kafkaCluster, d.name))
       : [];
-    const engines = [ENGINE_DIRS.postgres, ENGINE_DIRS.redis, ENGINE_DIRS.clickhouse, ENGINE_DIRS.kafka, ...(nodes.length ? [ENGINE_DIRS.kafkaCluster, ...nodes] : [])];
+    const engines = [
+      ENGINE_DIRS.postgres,
+      ENGINE_DIRS.redis,
+      ENGINE_DIRS.clickhouse,
+      ENGINE_DIRS.kafka,
+      ...(nodes.length ? [ENGINE_DIRS.kafkaCluster, ...nodes] : []),
+    ];
     const data = [ENGINE_DIRS.postgres, ENGINE_DIRS.clickhouse, ENGINE_DIRS.kafka, ...nodes].map((d) => path.join(d, 'data'));
     expect(PRIVATE_DIR_MODE).toBe(0o700);
     for (const dir of [...engines, ...data]) expect(modeOf(dir).toString(8), dir).toBe('700');

@@ -46,7 +46,10 @@ async function startAndStop(entry: string, ready: string, env: Record<string, st
   const code = await exited;
   clearTimeout(timeout);
   expect(code, `${entry} exit code; log: ${JSON.stringify(lines)}`).toBe(0);
-  expect(lines.map((l) => l.msg), entry).toContain(ready);
+  expect(
+    lines.map((l) => l.msg),
+    entry,
+  ).toContain(ready);
   return lines;
 }
 
@@ -58,9 +61,17 @@ describe('start-up with a correct configuration', () => {
     // Under the run's prefix: the run's teardown deletes these topics with its own.
     const prefix = `${process.env.KAFKA_TOPIC_PREFIX}.startup`;
     const [api, pipeline, edge] = await Promise.all([
-      startAndStop('apps/api/main.ts', 'api listening', { API_PORT: String(await freePort()), API_HOST: '127.0.0.1', KAFKA_TOPIC_PREFIX: prefix }),
+      startAndStop('apps/api/main.ts', 'api listening', {
+        API_PORT: String(await freePort()),
+        API_HOST: '127.0.0.1',
+        KAFKA_TOPIC_PREFIX: prefix,
+      }),
       startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix }),
-      startAndStop('apps/edge/main.ts', 'edge listening', { EDGE_PORT: String(await freePort()), EDGE_HOST: '127.0.0.1', KAFKA_TOPIC_PREFIX: prefix }),
+      startAndStop('apps/edge/main.ts', 'edge listening', {
+        EDGE_PORT: String(await freePort()),
+        EDGE_HOST: '127.0.0.1',
+        KAFKA_TOPIC_PREFIX: prefix,
+      }),
     ]);
     expect(warnings(api)).toEqual([]);
     expect(warnings(pipeline)).toEqual([]);
@@ -70,7 +81,9 @@ describe('start-up with a correct configuration', () => {
   it('two pipeline processes sharing every group (concurrent topic creation, rebalances) log no warning or error', async () => {
     const prefix = `${process.env.KAFKA_TOPIC_PREFIX}.startup2`;
     const pipelines = await Promise.all(
-      [0, 1].map(() => startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix, PIPELINE_METRICS_PORT: '0' })),
+      [0, 1].map(() =>
+        startAndStop('apps/pipeline/main.ts', 'pipeline running', { KAFKA_TOPIC_PREFIX: prefix, PIPELINE_METRICS_PORT: '0' }),
+      ),
     );
     // Both joined groups the other was in: the rebalances really happened.
     for (const lines of pipelines) expect(lines.map((l) => l.msg)).toContain('joined group');

@@ -18,15 +18,31 @@ const bytes = (v: string) => Number(/^(\d+)([km]?)$/i.exec(v)![1]) * (sizes[/[km
 /** Every value of `directive` in the files the front door's nginx.conf is made of. */
 function values(dir: string, directive: string): number[] {
   const text = ['nginx.conf', 'frontdoor-errors.conf', 'frontdoor-logging.conf', 'frontdoor-web.conf']
-    .map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
+    .map((f) => fs.readFileSync(path.join(dir, f), 'utf8'))
+    .join('\n');
   return [...text.matchAll(new RegExp(`^\\s*${directive}\\s+(\\S+);`, 'gm'))].map((m) => bytes(m[1]!));
 }
 
 /** Pids of the workers of the nginx running from `dir`. */
 function workers(dir: string): number[] {
-  const pids = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number);
-  const cmd = (pid: number) => { try { return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch { return ''; } };
-  const ppid = (pid: number) => { try { return Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]); } catch { return -1; } };
+  const pids = fs
+    .readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number);
+  const cmd = (pid: number) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const ppid = (pid: number) => {
+    try {
+      return Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+    } catch {
+      return -1;
+    }
+  };
   const master = pids.find((p) => cmd(p).startsWith('nginx') && cmd(p).includes(`${dir}/`));
   if (!master) throw new Error(`no nginx master for ${dir}`);
   return pids.filter((p) => ppid(p) === master);
@@ -37,12 +53,18 @@ function tempFilesOpen(dir: string): string[] {
   const out: string[] = [];
   for (const pid of workers(dir)) {
     let fds: string[] = [];
-    try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
     for (const f of fds) {
       try {
         const target = fs.readlinkSync(`/proc/${pid}/fd/${f}`);
         if (target.endsWith(' (deleted)') || target.includes('client_body') || target.startsWith('/var/lib/nginx/body')) out.push(target);
-      } catch { /* closed meanwhile */ }
+      } catch {
+        /* closed meanwhile */
+      }
     }
   }
   return out;
@@ -60,8 +82,16 @@ function postHolding(door: FrontDoor, key: string, body: Buffer): Promise<{ stat
     });
     socket.on('error', reject);
     socket.on('close', () => resolve({ status: Number(got.split(' ')[1]), seen: [...seen] }));
-    const head = ['POST /ingest HTTP/1.1', 'Host: 127.0.0.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json',
-      `Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\r\n');
+    const head = [
+      'POST /ingest HTTP/1.1',
+      'Host: 127.0.0.1',
+      `Authorization: Bearer ${key}`,
+      'Content-Type: application/json',
+      `Content-Length: ${body.length}`,
+      'Connection: close',
+      '',
+      '',
+    ].join('\r\n');
     socket.write(head);
     socket.write(body.subarray(0, body.length - 16), async () => {
       for (let i = 0; i < 20; i++) {
@@ -91,9 +121,13 @@ afterAll(async () => {
 });
 
 describe('the front door keeps an allowed body in memory (issue 29)', () => {
-  const doors = () => [['local stack', fd], ['compose (deploy/nginx.conf)', deploy]] as const;
+  const doors = () =>
+    [
+      ['local stack', fd],
+      ['compose (deploy/nginx.conf)', deploy],
+    ] as const;
 
-  it('buffers the whole body limit: client_body_buffer_size equals client_max_body_size, the api\'s limit', () => {
+  it("buffers the whole body limit: client_body_buffer_size equals client_max_body_size, the api's limit", () => {
     for (const [, door] of doors()) {
       expect(values(door.dir, 'client_max_body_size')).toContain(MAX_BODY_BYTES);
       expect(new Set(values(door.dir, 'client_max_body_size'))).toEqual(new Set([MAX_BODY_BYTES]));

@@ -103,7 +103,15 @@ const basic = (key: string) => Buffer.from(`${key}:`).toString('base64');
 /** Every way a client may present a key, plus the errors in whose logging nginx would print it. */
 async function trafficWithKeys(fd: FrontDoor, a: string, b: string): Promise<void> {
   const answers = [
-    await raw(fd.port, get(`/ws?token=${a}`, ['Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='])),
+    await raw(
+      fd.port,
+      get(`/ws?token=${a}`, [
+        'Upgrade: websocket',
+        'Connection: Upgrade',
+        'Sec-WebSocket-Version: 13',
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+      ]),
+    ),
     await raw(fd.port, get(`/ws?cmd=1&TOKEN=${b}&token=${a}`)),
     await raw(fd.port, get('/api/venues', [`Authorization: Bearer ${a}`])),
     await raw(fd.port, get('/api/venues', [`Authorization: Basic ${basic(b)}`])),
@@ -111,7 +119,11 @@ async function trafficWithKeys(fd: FrontDoor, a: string, b: string): Promise<voi
     await raw(fd.port, get(`/ws?token=${a}&pad=${'x'.repeat(9000)}`)),
     await raw(fd.port, get('/api/venues', [`Authorization: Bearer ${b}`, `X-Pad: ${'y'.repeat(9000)}`])),
     await raw(fd.port, get(`/api/venues?token=${a}`, [`Authorization: Bearer ${b}`], 'TRACE')),
-    await raw(fd.port, post(`/ingest?api_key=${b}`, 12 * 1024 * 1024, [`Authorization: Bearer ${a}`]), Buffer.alloc(12 * 1024 * 1024, 0x20)),
+    await raw(
+      fd.port,
+      post(`/ingest?api_key=${b}`, 12 * 1024 * 1024, [`Authorization: Bearer ${a}`]),
+      Buffer.alloc(12 * 1024 * 1024, 0x20),
+    ),
     await raw(fd.port, get(`/api/${a}`, [`Authorization: Bearer ${a}`, `Referer: http://example.com/?token=${b}`])),
   ];
   // Every one was answered (none hung), and at least the api answered the bearer request.
@@ -179,7 +191,11 @@ describe('the front door answers every error as the JSON envelope', () => {
   });
 
   it('two Authorization headers: 400 VALIDATION_ERROR', async () => {
-    expectEnvelope(await raw(fd.port, get('/api/venues', [`Authorization: Bearer ${a.key}`, `Authorization: Bearer ${b.key}`])), 400, 'VALIDATION_ERROR');
+    expectEnvelope(
+      await raw(fd.port, get('/api/venues', [`Authorization: Bearer ${a.key}`, `Authorization: Bearer ${b.key}`])),
+      400,
+      'VALIDATION_ERROR',
+    );
   });
 
   it('a request line nginx cannot read: 400, or 505 for another HTTP version', async () => {
@@ -204,13 +220,15 @@ describe('the front door answers every error as the JSON envelope', () => {
     expectEnvelope(await raw(fd.port, get('/api/venues', [], 'PROPFIND')), 501, 'METHOD_NOT_ALLOWED');
   });
 
-  it('a body far over the limit: 413 PAYLOAD_TOO_LARGE with the api\'s limit, declared or chunked', async () => {
+  it("a body far over the limit: 413 PAYLOAD_TOO_LARGE with the api's limit, declared or chunked", async () => {
     const size = 12 * 1024 * 1024;
     const declared = await raw(fd.port, post('/ingest', size), Buffer.alloc(size, 0x20));
     expectEnvelope(declared, 413, 'PAYLOAD_TOO_LARGE');
     expect(declared.body.details).toEqual({ limitBytes: MAX_BODY_BYTES });
     const chunk = Buffer.alloc(1024 * 1024, 0x20);
-    const chunks = Buffer.concat(Array.from({ length: 12 }, () => Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])));
+    const chunks = Buffer.concat(
+      Array.from({ length: 12 }, () => Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])),
+    );
     const chunked = await raw(
       fd.port,
       get('/api/venues', ['Transfer-Encoding: chunked', 'Content-Type: application/json', `Authorization: Bearer ${a.key}`], 'POST'),
@@ -220,7 +238,7 @@ describe('the front door answers every error as the JSON envelope', () => {
     expect(chunked.body.details).toEqual({ limitBytes: MAX_BODY_BYTES });
   });
 
-  it('has exactly the api\'s body limit: a body at the limit reaches the api, one byte more is refused with the same answer', async () => {
+  it("has exactly the api's body limit: a body at the limit reaches the api, one byte more is refused with the same answer", async () => {
     const body = (n: number) => Buffer.concat([Buffer.from('{}'), Buffer.alloc(n - 2, 0x20)]);
     const atLimit = await raw(fd.port, post('/api/venues', MAX_BODY_BYTES, [`Authorization: Bearer ${a.key}`]), body(MAX_BODY_BYTES));
     expectEnvelope(atLimit, 400, 'VALIDATION_ERROR'); // the api read it and found no name
@@ -318,7 +336,12 @@ describe('the front door logs no key', () => {
       fs.writeFileSync(path.join(dir, 'access.log'), `127.0.0.1 - - "GET /ws?token=${a.key} HTTP/1.1" 101\n`, { mode: 0o644 });
       fs.writeFileSync(path.join(dir, 'error.log'), `request: "GET /ws?token=${b.key} HTTP/1.1"\n`, { mode: 0o644 });
       expect(writeFrontDoor(dir, upstreams)).toEqual({ changed: true, emptied: ['access.log', 'error.log'] });
-      expect(filesHolding(LOG_FILES.map((f) => path.join(dir, f)), [a.key, b.key])).toEqual([]);
+      expect(
+        filesHolding(
+          LOG_FILES.map((f) => path.join(dir, f)),
+          [a.key, b.key],
+        ),
+      ).toEqual([]);
       for (const f of LOG_FILES) expect((fs.statSync(path.join(dir, f)).mode & 0o777).toString(8), f).toBe('600');
       // Written by the current config: kept.
       fs.writeFileSync(path.join(dir, 'access.log'), '127.0.0.1 "GET /ws?token=*** HTTP/1.1" 101\n');

@@ -21,7 +21,11 @@ async function densityVenue(): Promise<{ venueId: string; hookId: string }> {
   const venueId = (await newVenue(stack.api, op.key)).id;
   return {
     venueId,
-    hookId: await newIntegration(stack.api, op.key, venueId, 'density', { api_token: 'tok_1', webhook_header_name: HEADER, webhook_header_value: VALUE }),
+    hookId: await newIntegration(stack.api, op.key, venueId, 'density', {
+      api_token: 'tok_1',
+      webhook_header_name: HEADER,
+      webhook_header_value: VALUE,
+    }),
   };
 }
 
@@ -31,15 +35,26 @@ describe('POST /hooks/{id}: Density', () => {
   it("stores the documented count webhook as entry / exit with Density's count, at the time of receipt", async () => {
     const { venueId, hookId } = await densityVenue();
     const before = Date.now();
-    const entry = await deliver(stack.api, hookId, JSON.stringify({ space_id: 'spc_1234', doorway_id: 'drw_5678', direction: 1, count: 37 }), auth);
+    const entry = await deliver(
+      stack.api,
+      hookId,
+      JSON.stringify({ space_id: 'spc_1234', doorway_id: 'drw_5678', direction: 1, count: 37 }),
+      auth,
+    );
     expect(entry.status, JSON.stringify(entry.body)).toBe(200);
     expect(entry.body).toEqual({ accepted: 1, rejected: 0, ignored: 0 });
     await deliver(stack.api, hookId, JSON.stringify({ space_id: 'spc_1234', doorway_id: 'drw_5678', direction: -1, count: 36 }), auth);
     const stored = await waitForStored(stack.api, venueId, 2);
     const byType = Object.fromEntries(stored.map((e) => [e.event_type, e]));
     expect(Object.keys(byType).sort()).toEqual(['entry', 'exit']);
-    expect(byType.entry!.metric_names.map((n, i) => [n, byType.entry!.metric_values[i]]).sort()).toEqual([['entries', 1], ['occupancy', 37]]);
-    expect(byType.exit!.metric_names.map((n, i) => [n, byType.exit!.metric_values[i]]).sort()).toEqual([['exits', 1], ['occupancy', 36]]);
+    expect(byType.entry!.metric_names.map((n, i) => [n, byType.entry!.metric_values[i]]).sort()).toEqual([
+      ['entries', 1],
+      ['occupancy', 37],
+    ]);
+    expect(byType.exit!.metric_names.map((n, i) => [n, byType.exit!.metric_values[i]]).sort()).toEqual([
+      ['exits', 1],
+      ['occupancy', 36],
+    ]);
     for (const e of stored) {
       expect(e.ts_ms).toBeGreaterThanOrEqual(before - 1000);
       expect(e.ts_ms).toBeLessThanOrEqual(Date.now());
@@ -62,7 +77,10 @@ describe('POST /hooks/{id}: Density', () => {
     const raw = JSON.stringify({ space_id: 'spc_1234', doorway_id: 'drw_5678', direction: 1, count: 1 });
     const wrong = await deliver(stack.api, hookId, raw, { [HEADER]: 'guess' });
     expect(wrong.status).toBe(401);
-    expect(wrong.body).toEqual({ error: `the ${HEADER} header does not match this integration's webhook_header_value`, code: 'UNAUTHORIZED' });
+    expect(wrong.body).toEqual({
+      error: `the ${HEADER} header does not match this integration's webhook_header_value`,
+      code: 'UNAUTHORIZED',
+    });
     expect((await deliver(stack.api, hookId, raw)).body.error).toContain('header is missing');
     await stack.reports.waitFor((r) => r.source?.integrationId === hookId && r.source.ok === false);
     await expectNothingStored(stack.api, venueId);
@@ -72,8 +90,16 @@ describe('POST /hooks/{id}: Density', () => {
     const { hookId } = await densityVenue();
     const res = await deliver(stack.api, hookId, JSON.stringify({ space_id: 'spc_1234', direction: 2 }), auth);
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: expect.any(String), code: 'VALIDATION_ERROR', details: [{ field: 'direction', message: 'expected 1 or -1' }] });
-    const notJson = await request(`${stack.api.url}/hooks/${hookId}`, { method: 'POST', rawBody: 'direction=1', headers: { 'content-type': 'application/x-www-form-urlencoded', ...auth } });
+    expect(res.body).toEqual({
+      error: expect.any(String),
+      code: 'VALIDATION_ERROR',
+      details: [{ field: 'direction', message: 'expected 1 or -1' }],
+    });
+    const notJson = await request(`${stack.api.url}/hooks/${hookId}`, {
+      method: 'POST',
+      rawBody: 'direction=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...auth },
+    });
     expect(notJson.status).toBe(400);
     expect(notJson.body.details[0].field).toBe('body');
   });
@@ -118,6 +144,7 @@ describe('POST /hooks/{id}: Density', () => {
     expect(res.body).toMatchObject({ code: 'RATE_LIMITED', details: { limit: WEBHOOK_DELIVERIES_PER_MINUTE } });
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
     const metrics = await stack.api.deps.metrics.registry.getSingleMetricAsString('webhook_deliveries_total');
-    for (const outcome of ['accepted', 'refused', 'invalid', 'rate_limited']) expect(metrics).toContain(`connector="density",outcome="${outcome}"`);
+    for (const outcome of ['accepted', 'refused', 'invalid', 'rate_limited'])
+      expect(metrics).toContain(`connector="density",outcome="${outcome}"`);
   });
 });

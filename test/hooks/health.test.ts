@@ -33,7 +33,12 @@ const post = (secret: string) =>
       version: '2.0',
       secret,
       type: 'DevicesSeen',
-      data: { apMac: '00:18:0a:13:dd:b0', apFloors: [], apTags: [], observations: [{ clientMac: '60:f8:1d:ca:0d:4c', seenTime: new Date().toISOString(), rssi: 40, ssid: null }] },
+      data: {
+        apMac: '00:18:0a:13:dd:b0',
+        apFloors: [],
+        apTags: [],
+        observations: [{ clientMac: '60:f8:1d:ca:0d:4c', seenTime: new Date().toISOString(), rssi: 40, ssid: null }],
+      },
     }),
   );
 const get = async (path: string) => (await request(`${stack.api.url}${path}`, { key: op.key })).body;

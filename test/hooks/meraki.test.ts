@@ -15,7 +15,13 @@ afterAll(async () => {
 
 const SECRET = 'meraki-shared-secret-1';
 const VALIDATOR = 'a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0';
-const config = (extra: Record<string, unknown> = {}) => ({ api_key: 'meraki-api-key-123', org_id: '549236', webhook_secret: SECRET, validator: VALIDATOR, ...extra });
+const config = (extra: Record<string, unknown> = {}) => ({
+  api_key: 'meraki-api-key-123',
+  org_id: '549236',
+  webhook_secret: SECRET,
+  validator: VALIDATOR,
+  ...extra,
+});
 
 /** A venue with a Meraki integration of the test operator (or another). */
 async function merakiVenue(owner: TestOperator = op, extra: Record<string, unknown> = {}): Promise<{ venueId: string; hookId: string }> {
@@ -148,7 +154,14 @@ describe('POST /hooks/{id}: Meraki Scanning API', () => {
     ]);
     expect(stored.map((e) => e.operator_id)).toEqual([op.id, op.id]);
     const first = payloadOf(stored[0]!);
-    expect(first).toMatchObject({ apMac: '00:18:0a:13:dd:b0', ssid: '.interwebs', rssi: 40, radio: 'WiFi', os: 'Apple iOS', manufacturer: 'Apple' });
+    expect(first).toMatchObject({
+      apMac: '00:18:0a:13:dd:b0',
+      ssid: '.interwebs',
+      rssi: 40,
+      radio: 'WiFi',
+      os: 'Apple iOS',
+      manufacturer: 'Apple',
+    });
     expect(first.location).toEqual({ lat: 51.5355157, lng: -0.06990350000000944, unc: 1.233417960754815 });
     expect(payloadOf(stored[1]!).ssid).toBeNull();
     for (const e of stored) expect(Object.keys(payloadOf(e))).not.toEqual(expect.arrayContaining(['ipv4']));
@@ -172,11 +185,19 @@ describe('POST /hooks/{id}: Meraki Scanning API', () => {
     expect(res.body).toEqual({ accepted: 2, rejected: 0, ignored: 0 });
     const stored = await waitForStored(stack.api, venueId, 2);
     expect(stored.map((e) => e.ts_ms)).toEqual([minute + 12_000, minute + 48_000]);
-    expect(payloadOf(stored[0]!)).toMatchObject({ radio: type, rssi: -59, apMac: '00:18:0a:79:8d:00', location: { lat: 37.4180951010362, lng: -122.098531723022 } });
+    expect(payloadOf(stored[0]!)).toMatchObject({
+      radio: type,
+      rssi: -59,
+      apMac: '00:18:0a:79:8d:00',
+      location: { lat: 37.4180951010362, lng: -122.098531723022 },
+    });
     expect(payloadOf(stored[1]!)).toMatchObject({ radio: type, rssi: -71, apMac: '00:18:0a:79:8d:01' });
     expect(JSON.stringify(stored)).not.toContain('guest@example.com');
     expect(JSON.stringify(stored)).not.toContain('1.2.3.4');
-    expectNoRawMac(stored, post.data.observations.map((o) => o.clientMac));
+    expectNoRawMac(
+      stored,
+      post.data.observations.map((o) => o.clientMac),
+    );
   });
 
   it('refuses a wrong or missing secret with 401, stores nothing, and reports the refusal to connector health', async () => {
@@ -190,7 +211,14 @@ describe('POST /hooks/{id}: Meraki Scanning API', () => {
     expect(missing.status).toBe(401);
     expect(missing.body.error).toContain('no "secret" field');
     const report = await stack.reports.waitFor((r) => r.source?.integrationId === hookId && r.source.ok === false);
-    expect(report).toMatchObject({ operatorId: op.id, venueId, connectorType: 'meraki', accepted: 0, rejected: 0, source: { link: 'webhook', ok: false } });
+    expect(report).toMatchObject({
+      operatorId: op.id,
+      venueId,
+      connectorType: 'meraki',
+      accepted: 0,
+      rejected: 0,
+      source: { link: 'webhook', ok: false },
+    });
     expect(report.source!.error).toEqual(expect.stringContaining('secret'));
     expect(report.source!.error).not.toContain(SECRET);
     await expectNothingStored(stack.api, venueId);
@@ -218,7 +246,8 @@ describe('POST /hooks/{id}: Meraki Scanning API', () => {
     expect((await deliver(stack.api, hookId, body)).status).toBe(200);
     // The same two clients, reported by another AP 20 s later in the same minute.
     const other = v2Post({ apMac: '00:18:0a:13:dd:b1' });
-    for (const o of other.data.observations) (o as { seenTime: string }).seenTime = at(Number((o as { seenTime: string }).seenTime.slice(17, 19)) + 20);
+    for (const o of other.data.observations)
+      (o as { seenTime: string }).seenTime = at(Number((o as { seenTime: string }).seenTime.slice(17, 19)) + 20);
     expect((await deliver(stack.api, hookId, JSON.stringify(other))).body).toEqual({ accepted: 2, rejected: 0, ignored: 0 });
     const stored = await waitForStored(stack.api, venueId, 2);
     expect(new Set(stored.map((e) => e.device)).size).toBe(2);
@@ -251,14 +280,24 @@ describe('POST /hooks/{id}: which integration', () => {
 
     const venueId = (await newVenue(stack.api, op.key)).id;
     const paused = await newIntegration(stack.api, op.key, venueId, 'meraki', config());
-    const put = await request(`${stack.api.url}/api/venues/${venueId}/integrations/${paused}`, { method: 'PUT', key: op.key, json: { is_active: false } });
+    const put = await request(`${stack.api.url}/api/venues/${venueId}/integrations/${paused}`, {
+      method: 'PUT',
+      key: op.key,
+      json: { is_active: false },
+    });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     expect((await deliver(stack.api, paused, JSON.stringify(v2Post()))).body).toEqual(unknown.body);
     const deleted = await newIntegration(stack.api, op.key, venueId, 'meraki', config());
-    expect((await request(`${stack.api.url}/api/venues/${venueId}/integrations/${deleted}`, { method: 'DELETE', key: op.key })).status).toBe(200);
+    expect(
+      (await request(`${stack.api.url}/api/venues/${venueId}/integrations/${deleted}`, { method: 'DELETE', key: op.key })).status,
+    ).toBe(200);
     expect((await deliver(stack.api, deleted, JSON.stringify(v2Post()))).body).toEqual(unknown.body);
 
-    const unifi = await newIntegration(stack.api, op.key, venueId, 'unifi', { controller_url: 'https://unifi.example.com', username: 'u', password: 'p' });
+    const unifi = await newIntegration(stack.api, op.key, venueId, 'unifi', {
+      controller_url: 'https://unifi.example.com',
+      username: 'u',
+      password: 'p',
+    });
     const polled = await deliver(stack.api, unifi, JSON.stringify(v2Post()));
     expect(polled.status).toBe(404);
     expect(polled.body.error).toContain('unifi connector has no webhook receiver');

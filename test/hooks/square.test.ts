@@ -77,7 +77,13 @@ describe('POST /hooks/{id}: Square', () => {
     expect(e!.metric_names).toEqual(['amount']);
     expect(e!.metric_values).toEqual([1250]);
     const payload = JSON.parse(e!.payload);
-    expect(payload).toMatchObject({ event_id: body.event_id, event_type: 'payment.updated', payment_id: 'hYy9pRFVxpDsO1FB05SunFWUe9JZY', status: 'COMPLETED', location_id: LOCATION });
+    expect(payload).toMatchObject({
+      event_id: body.event_id,
+      event_type: 'payment.updated',
+      payment_id: 'hYy9pRFVxpDsO1FB05SunFWUe9JZY',
+      status: 'COMPLETED',
+      location_id: LOCATION,
+    });
     expect(payload.customer_id).toMatch(/^[0-9a-f]{32}$/);
     expect(e!.payload).not.toContain('buyer@example.com');
     expect(e!.payload).not.toContain('1111');
@@ -115,7 +121,14 @@ describe('POST /hooks/{id}: Square', () => {
       json: {
         venue_id: venueId,
         connector_type: 'square',
-        events: [{ type: 'transaction', timestamp: body.created_at, event_id: body.event_id, payload: { event_id: body.event_id, payment_id: payment.id, amount_money: payment.amount_money, status: payment.status } }],
+        events: [
+          {
+            type: 'transaction',
+            timestamp: body.created_at,
+            event_id: body.event_id,
+            payload: { event_id: body.event_id, payment_id: payment.id, amount_money: payment.amount_money, status: payment.status },
+          },
+        ],
       },
     });
     expect(ingested.body).toMatchObject({ accepted: 1 });

@@ -85,15 +85,30 @@ export class ReportTap {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function newIntegration(api: RunningApi, key: string, venueId: string, connector_type: string, config: Record<string, unknown>): Promise<string> {
+export async function newIntegration(
+  api: RunningApi,
+  key: string,
+  venueId: string,
+  connector_type: string,
+  config: Record<string, unknown>,
+): Promise<string> {
   const res = await request(`${api.url}/api/venues/${venueId}/integrations`, { key, json: { connector_type, config } });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.id;
 }
 
 /** Posts a vendor body as its exact text (what the signature covers). */
-export function deliver(api: RunningApi, integrationId: string, rawBody: string, headers: Record<string, string> = {}): Promise<JsonResponse> {
-  return request(`${api.url}/hooks/${integrationId}`, { method: 'POST', rawBody, headers: { 'content-type': 'application/json', ...headers } });
+export function deliver(
+  api: RunningApi,
+  integrationId: string,
+  rawBody: string,
+  headers: Record<string, string> = {},
+): Promise<JsonResponse> {
+  return request(`${api.url}/hooks/${integrationId}`, {
+    method: 'POST',
+    rawBody,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 }
 
 export interface StoredEvent {

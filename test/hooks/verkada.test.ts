@@ -17,7 +17,10 @@ const SECRET = 'verkada-webhook-shared-secret';
 
 async function verkadaVenue(): Promise<{ venueId: string; hookId: string }> {
   const venueId = (await newVenue(stack.api, op.key)).id;
-  return { venueId, hookId: await newIntegration(stack.api, op.key, venueId, 'verkada', { org_id: 'org-1', api_key: 'vkd-key', webhook_secret: SECRET }) };
+  return {
+    venueId,
+    hookId: await newIntegration(stack.api, op.key, venueId, 'verkada', { org_id: 'org-1', api_key: 'vkd-key', webhook_secret: SECRET }),
+  };
 }
 
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -45,7 +48,9 @@ function sensorAlert(opts: { reading?: string; value?: number; createdAt?: numbe
   };
 }
 
-const signed = (raw: string, timestamp = nowS(), secret = SECRET) => ({ 'Verkada-Signature': `${timestamp}|${verkadaSignature(secret, raw, String(timestamp))}` });
+const signed = (raw: string, timestamp = nowS(), secret = SECRET) => ({
+  'Verkada-Signature': `${timestamp}|${verkadaSignature(secret, raw, String(timestamp))}`,
+});
 
 describe('POST /hooks/{id}: Verkada', () => {
   it('stores a signed sensor alert as an environment event with its reading as the metric', async () => {
@@ -76,7 +81,9 @@ describe('POST /hooks/{id}: Verkada', () => {
     expect(wrong.body.error).toContain('Verkada-Signature header does not match');
     expect((await deliver(stack.api, hookId, raw)).body.error).toContain('Verkada-Signature header is missing');
     expect((await deliver(stack.api, hookId, raw, { 'Verkada-Signature': 'garbage' })).body.error).toContain('malformed');
-    const report = await stack.reports.waitFor((r) => r.source?.integrationId === hookId && r.source.ok === false && /60 s/.test(r.source.error ?? ''));
+    const report = await stack.reports.waitFor(
+      (r) => r.source?.integrationId === hookId && r.source.ok === false && /60 s/.test(r.source.error ?? ''),
+    );
     expect(report).toMatchObject({ connectorType: 'verkada', source: { link: 'webhook', ok: false } });
     await expectNothingStored(stack.api, venueId);
   });

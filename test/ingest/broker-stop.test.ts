@@ -156,7 +156,12 @@ async function topicValues(kafka: Kafka, topic: string): Promise<Set<string>> {
 
 describe('the publisher while the broker stops and starts again', () => {
   it('has every batch it acknowledged on the topic, with six senders sharing two producers', { timeout: 120_000 }, async () => {
-    const kafka = new Kafka({ brokers: [broker.brokers], clientId: 'publisher-restart-test', logLevel: logLevel.NOTHING, retry: { retries: 5 } });
+    const kafka = new Kafka({
+      brokers: [broker.brokers],
+      clientId: 'publisher-restart-test',
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 5 },
+    });
     const topic = `publisher-restart.${randomUUID()}`;
     const admin = kafka.admin();
     await admin.connect();

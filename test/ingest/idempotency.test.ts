@@ -29,7 +29,11 @@ const DERIVED = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 describe('POST /ingest with an Idempotency-Key', () => {
   it('answers a retry with the same body with the first answer and publishes nothing twice', async () => {
     const venue = await newVenue(api, op.key);
-    const body = { venue_id: venue.id, connector_type: 'meraki', events: [seen('00:11:22:33:44:01'), seen('00:11:22:33:44:02'), { type: 'nope', timestamp: isoAgo(), payload: {} }] };
+    const body = {
+      venue_id: venue.id,
+      connector_type: 'meraki',
+      events: [seen('00:11:22:33:44:01'), seen('00:11:22:33:44:02'), { type: 'nope', timestamp: isoAgo(), payload: {} }],
+    };
     const key = randomUUID();
     const first = await send(api, key, body);
     expect(first.status).toBe(202);
@@ -54,7 +58,11 @@ describe('POST /ingest with an Idempotency-Key', () => {
     const other = await send(api, key, { venue_id: venue.id, connector_type: 'meraki', events: [seen('00:11:22:33:44:04')] });
     expect(other.status).toBe(409);
     expect(other.body).toMatchObject({ code: 'CONFLICT', error: expect.stringContaining('different body') });
-    const bad = await send(api, 'spaces are not allowed', { venue_id: venue.id, connector_type: 'meraki', events: [seen('00:11:22:33:44:05')] });
+    const bad = await send(api, 'spaces are not allowed', {
+      venue_id: venue.id,
+      connector_type: 'meraki',
+      events: [seen('00:11:22:33:44:05')],
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.details).toEqual([{ field: 'idempotency-key', message: expect.any(String) }]);
     await tap.waitFor(venue.id, 1);
@@ -91,7 +99,11 @@ describe('POST /ingest with an Idempotency-Key', () => {
     const venue = await newVenue(api, op.key);
     const withId = (id: string, mac: string) => ({ ...seen(mac), event_id: id });
     const a = await send(api, undefined, { venue_id: venue.id, connector_type: 'meraki', events: [withId('evt-1', '00:11:22:33:44:09')] });
-    const b = await send(api, undefined, { venue_id: venue.id, connector_type: 'meraki', events: [withId('evt-1', '00:11:22:33:44:09'), withId('evt-1', '00:11:22:33:44:09'), withId('has space', '00:11:22:33:44:0a')] });
+    const b = await send(api, undefined, {
+      venue_id: venue.id,
+      connector_type: 'meraki',
+      events: [withId('evt-1', '00:11:22:33:44:09'), withId('evt-1', '00:11:22:33:44:09'), withId('has space', '00:11:22:33:44:0a')],
+    });
     expect(a.body).toEqual({ accepted: 1, rejected: 0, errors: [] });
     expect(b.body).toEqual({
       accepted: 1,

@@ -64,11 +64,19 @@ describe('POST /ingest: the request', () => {
 
   it('refuses an unknown top-level key with 400 VALIDATION_ERROR naming it, and publishes nothing (issue 29)', async () => {
     const venue = await newVenue(api, pro.key);
-    for (const extra of [{ source: 'gateway-1' }, { connectorType: 'meraki' }, { venue_id: venue.id, events: [seen()], connector_type: 'meraki', Events: [] }]) {
+    for (const extra of [
+      { source: 'gateway-1' },
+      { connectorType: 'meraki' },
+      { venue_id: venue.id, events: [seen()], connector_type: 'meraki', Events: [] },
+    ]) {
       const res = await ingest(api, pro.key, { venue_id: venue.id, connector_type: 'meraki', events: [seen()], ...extra });
       const key = Object.keys(extra).find((k) => !['venue_id', 'connector_type', 'events'].includes(k))!;
       expect(res.status, JSON.stringify(res.body)).toBe(400);
-      expect(res.body).toEqual({ error: 'invalid body: check (root)', code: 'VALIDATION_ERROR', details: [{ field: '(root)', message: `Unrecognized key: "${key}"` }] });
+      expect(res.body).toEqual({
+        error: 'invalid body: check (root)',
+        code: 'VALIDATION_ERROR',
+        details: [{ field: '(root)', message: `Unrecognized key: "${key}"` }],
+      });
     }
     const ok = await ingest(api, pro.key, { venue_id: venue.id, connector_type: 'meraki', events: [seen()] });
     expect(ok.body).toEqual({ accepted: 1, rejected: 0, errors: [] });
@@ -78,7 +86,9 @@ describe('POST /ingest: the request', () => {
 
   it('takes exactly 1,000 events', async () => {
     const venue = await newVenue(api, pro.key);
-    const events = Array.from({ length: 1000 }, (_, i) => seen({ clientMac: `02:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}` }));
+    const events = Array.from({ length: 1000 }, (_, i) =>
+      seen({ clientMac: `02:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}` }),
+    );
     const res = await ingest(api, pro.key, { venue_id: venue.id, connector_type: 'meraki', events });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ accepted: 1000, rejected: 0, errors: [] });
@@ -107,7 +117,11 @@ describe('POST /ingest: the request', () => {
 
     // The owner's marker event is the venue's only message: the refused batch never reached the topic
     // (one venue's events share a partition, so an earlier one would have come first).
-    const marker = await ingest(api, pro.key, { venue_id: venueId, connector_type: 'meraki', events: [{ type: 'heartbeat', timestamp: isoAgo(), payload: {} }] });
+    const marker = await ingest(api, pro.key, {
+      venue_id: venueId,
+      connector_type: 'meraki',
+      events: [{ type: 'heartbeat', timestamp: isoAgo(), payload: {} }],
+    });
     expect(marker.body.accepted).toBe(1);
     const [only] = await tap.waitFor(venueId, 1);
     expect(only!.event.type).toBe('heartbeat');
@@ -193,7 +207,10 @@ describe('POST /ingest: each event on its own', () => {
       errors: [
         { index: 1, reason: `unknown field 'timestmap': ${only}` },
         { index: 2, reason: `unknown fields 'rssi', 'clientMac': ${only}` },
-        { index: 4, reason: `unknown field 'it\\u0027s\\u202e': ${only}; unknown event type 'foo' for connector meraki (accepted: device_seen, environment, heartbeat)` },
+        {
+          index: 4,
+          reason: `unknown field 'it\\u0027s\\u202e': ${only}; unknown event type 'foo' for connector meraki (accepted: device_seen, environment, heartbeat)`,
+        },
         { index: 5, reason: `unknown fields 'a', 'b', 'c', 'd', 'e' and 2 more: ${only}` },
       ],
     });
@@ -208,7 +225,11 @@ describe('POST /ingest: each event on its own', () => {
     const message = 'nul\u0000 lone \ud800 emoji 😀 ünïcödé';
     // As deep as a body may nest (MAX_JSON_DEPTH counts the body, events and the event's payload too).
     const deep = `${'{"a":'.repeat(MAX_JSON_DEPTH - 4)}1${'}'.repeat(MAX_JSON_DEPTH - 4)}`;
-    const event = JSON.stringify({ type: 'heartbeat', timestamp: isoAgo(), payload: { message, version: 'x'.repeat(64), junk: 0 } }).replace('"junk":0', `"junk":${deep}`);
+    const event = JSON.stringify({
+      type: 'heartbeat',
+      timestamp: isoAgo(),
+      payload: { message, version: 'x'.repeat(64), junk: 0 },
+    }).replace('"junk":0', `"junk":${deep}`);
     const res = await request(`${api.url}/ingest`, {
       key: pro.key,
       rawBody: `{"venue_id":"${venue.id}","connector_type":"meraki","events":[${event}]}`,
@@ -227,7 +248,11 @@ describe('POST /ingest: each event on its own', () => {
       connector_type: 'unifi',
       events: [seen({ mac: '00:11:22:33:44:55' }, isoAgo(300 * DAY)), seen({ mac: '00:11:22:33:44:55' }, isoAgo(366 * DAY))],
     });
-    expect(res.body).toEqual({ accepted: 1, rejected: 1, errors: [{ index: 1, reason: 'timestamp is older than the 365-day retention of the Business plan' }] });
+    expect(res.body).toEqual({
+      accepted: 1,
+      rejected: 1,
+      errors: [{ index: 1, reason: 'timestamp is older than the 365-day retention of the Business plan' }],
+    });
   });
 
   it('counts accepted events in the throughput figure', async () => {
@@ -235,7 +260,8 @@ describe('POST /ingest: each event on its own', () => {
     // The per-minute counters are shared by every API instance (and test run), so read this
     // minute's and the next one's directly: together they grow by at least what was accepted.
     const minute = Math.floor(Date.now() / 60_000);
-    const counted = async () => (await api.services.redis.mget(`stats:accepted:${minute}`, `stats:accepted:${minute + 1}`)).reduce((n, v) => n + Number(v ?? 0), 0);
+    const counted = async () =>
+      (await api.services.redis.mget(`stats:accepted:${minute}`, `stats:accepted:${minute + 1}`)).reduce((n, v) => n + Number(v ?? 0), 0);
     const before = await counted();
     const res = await ingest(api, pro.key, { venue_id: venue.id, connector_type: 'meraki', events: [seen(), seen(), seen({})] });
     expect(res.body.accepted).toBe(2);

@@ -28,10 +28,10 @@ const seen = () => ({ type: 'device_seen', timestamp: isoAgo(), payload: { clien
 
 async function usage(op: TestOperator) {
   const { rows: anchor } = await api.services.db.query(`SELECT billing_anchor FROM operators WHERE id = $1`, [op.id]);
-  const { rows } = await api.services.db.query(`SELECT ingest_events, ingest_dropped FROM usage_counters WHERE operator_id = $1 AND period_start = $2`, [
-    op.id,
-    billingPeriodStart(anchor[0].billing_anchor),
-  ]);
+  const { rows } = await api.services.db.query(
+    `SELECT ingest_events, ingest_dropped FROM usage_counters WHERE operator_id = $1 AND period_start = $2`,
+    [op.id, billingPeriodStart(anchor[0].billing_anchor)],
+  );
   return rows[0] ?? { ingest_events: 0, ingest_dropped: 0 };
 }
 
@@ -46,7 +46,11 @@ describe('POST /ingest when Kafka cannot take the events', () => {
   it('answers 503 with Retry-After within seconds, reports nothing accepted, releases the quota; the resent batch is then accepted', async () => {
     const op = await newOperator(api, 'pro');
     const venue = await newVenue(api, op.key);
-    const body = { venue_id: venue.id, connector_type: 'meraki', events: [seen(), seen(), { type: 'foo', timestamp: isoAgo(), payload: {} }] };
+    const body = {
+      venue_id: venue.id,
+      connector_type: 'meraki',
+      events: [seen(), seen(), { type: 'foo', timestamp: isoAgo(), payload: {} }],
+    };
     await ingest(api, op.key, { ...body, events: [seen()] });
     expect(await usage(op)).toEqual({ ingest_events: 1, ingest_dropped: 0 });
 
@@ -68,11 +72,11 @@ describe('POST /ingest when Kafka cannot take the events', () => {
     const op = await newOperator(api, 'free');
     const venue = await newVenue(api, op.key);
     const { rows } = await api.services.db.query(`SELECT billing_anchor FROM operators WHERE id = $1`, [op.id]);
-    await api.services.db.query(`INSERT INTO usage_counters (operator_id, period_start, ingest_events) VALUES ($1, $2, 9999)
-       ON CONFLICT (operator_id, period_start) DO UPDATE SET ingest_events = 9999`, [
-      op.id,
-      billingPeriodStart(rows[0].billing_anchor),
-    ]);
+    await api.services.db.query(
+      `INSERT INTO usage_counters (operator_id, period_start, ingest_events) VALUES ($1, $2, 9999)
+       ON CONFLICT (operator_id, period_start) DO UPDATE SET ingest_events = 9999`,
+      [op.id, billingPeriodStart(rows[0].billing_anchor)],
+    );
     const res = await ingest(down, op.key, { venue_id: venue.id, connector_type: 'meraki', events: [seen(), seen(), seen()] });
     expect(res.status).toBe(503);
     expect(await usage(op)).toEqual({ ingest_events: 9999, ingest_dropped: 0 });

@@ -83,7 +83,8 @@ describe('each connector’s documented event types', () => {
     for (const connector of CONNECTOR_TYPES) {
       expect(Object.keys(CONNECTORS[connector]).sort(), connector).toEqual(Object.keys(EXPECTED[connector]).sort());
       expect(docs).toContain(`## ${connector}`);
-      for (const type of Object.keys(CONNECTORS[connector])) expect(docs, `${connector} ${type}`).toMatch(new RegExp(`### ${connector} · \`${type}\``));
+      for (const type of Object.keys(CONNECTORS[connector]))
+        expect(docs, `${connector} ${type}`).toMatch(new RegExp(`### ${connector} · \`${type}\``));
     }
   });
 
@@ -131,7 +132,11 @@ describe('device pseudonyms', () => {
   it('are the same for one device whatever the MAC spelling or connector, flag randomized MACs, and never carry the MAC', async () => {
     const venue = await newVenue(api, op.key);
     const send = (connector: ConnectorType, payload: Record<string, unknown>) =>
-      ingest(api, op.key, { venue_id: venue.id, connector_type: connector, events: [{ type: 'device_seen', timestamp: isoAgo(), payload }] });
+      ingest(api, op.key, {
+        venue_id: venue.id,
+        connector_type: connector,
+        events: [{ type: 'device_seen', timestamp: isoAgo(), payload }],
+      });
     expect((await send('meraki', { clientMac: 'AA-BB-CC-11-22-33', rssi: 40 })).body.accepted).toBe(1);
     expect((await send('unifi', { mac: 'aabb.cc11.2233' })).body.accepted).toBe(1);
     expect((await send('aruba', { sta_eth_mac: 'aa:bb:cc:11:22:33' })).body.accepted).toBe(1);
@@ -269,13 +274,18 @@ describe('zones named in a payload', () => {
 describe('people counting', () => {
   it('checks Density’s direction against the type and Verkada’s count', async () => {
     const venue = await newVenue(api, op.key);
-    const send = (connector: ConnectorType, events: unknown[]) => ingest(api, op.key, { venue_id: venue.id, connector_type: connector, events });
+    const send = (connector: ConnectorType, events: unknown[]) =>
+      ingest(api, op.key, { venue_id: venue.id, connector_type: connector, events });
     const density = await send('density', [
       { type: 'entry', timestamp: isoAgo(), payload: { direction: -1, count: 3 } },
       { type: 'exit', timestamp: isoAgo(), payload: { direction: -1, count: 0 } },
       { type: 'exit', timestamp: isoAgo(), payload: {} },
     ]);
-    expect(density.body).toEqual({ accepted: 2, rejected: 1, errors: [{ index: 0, reason: 'payload.direction: must be 1 for this event type' }] });
+    expect(density.body).toEqual({
+      accepted: 2,
+      rejected: 1,
+      errors: [{ index: 0, reason: 'payload.direction: must be 1 for this event type' }],
+    });
     const verkada = await send('verkada', [
       { type: 'exit', timestamp: isoAgo(), payload: { count: 0 } },
       { type: 'exit', timestamp: isoAgo(), payload: { count: 2.5 } },
@@ -299,7 +309,13 @@ describe('canonical events', () => {
     const venue = await newVenue(api, op.key);
     const ms = Math.floor((Date.now() - 3_600_000) / 1000) * 1000 + 123;
     const local = new Date(ms + 2 * 3_600_000).toISOString().replace('Z', '456+02:00');
-    const payment = { event_id: 'evt-1', payment_id: 'pay-1', amount_money: { amount: 990, currency: 'EUR' }, status: 'COMPLETED', customer_id: 'CUST-9' };
+    const payment = {
+      event_id: 'evt-1',
+      payment_id: 'pay-1',
+      amount_money: { amount: 990, currency: 'EUR' },
+      status: 'COMPLETED',
+      customer_id: 'CUST-9',
+    };
     const send = (events: unknown[]) => ingest(api, op.key, { venue_id: venue.id, connector_type: 'square', events });
     const first = await send([
       { type: 'transaction', timestamp: local, payload: payment },

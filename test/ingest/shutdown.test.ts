@@ -25,7 +25,10 @@ beforeAll(async () => {
   exited = new Promise((resolve) => api.on('exit', (code) => resolve(code)));
   const until = Date.now() + 30_000;
   for (;;) {
-    const up = await fetch(`http://127.0.0.1:${port}/api/status`).then((r) => r.ok, () => false);
+    const up = await fetch(`http://127.0.0.1:${port}/api/status`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) break;
     if (Date.now() > until) throw new Error('the api did not start');
     await sleep(200);

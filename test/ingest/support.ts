@@ -37,7 +37,8 @@ export class EventTap {
         } catch {
           return;
         }
-        for (const { event } of decoded) if (event) tap.seen.push({ event, raw: message.value!, key: message.key?.toString() ?? '', partition });
+        for (const { event } of decoded)
+          if (event) tap.seen.push({ event, raw: message.value!, key: message.key?.toString() ?? '', partition });
       },
     });
     return tap;

@@ -39,11 +39,19 @@ async function post(body: unknown, version?: string): Promise<{ status: number; 
 }
 
 const mcpQueries = async (): Promise<number> => {
-  const { rows } = await api.services.db.query<{ n: string }>('SELECT coalesce(sum(mcp_queries), 0) AS n FROM usage_counters WHERE operator_id = $1', [op.id]);
+  const { rows } = await api.services.db.query<{ n: string }>(
+    'SELECT coalesce(sum(mcp_queries), 0) AS n FROM usage_counters WHERE operator_id = $1',
+    [op.id],
+  );
   return Number(rows[0]!.n);
 };
 
-const call = (id: number, name: string, args: Record<string, unknown>) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+const call = (id: number, name: string, args: Record<string, unknown>) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args },
+});
 
 describe('MCP batches and result size', () => {
   it('refuses a JSON-RPC batch in protocol versions without batches (2025-06-18 on), before counting or running anything', async () => {
@@ -74,17 +82,27 @@ describe('MCP batches and result size', () => {
   it('answers a result larger than the cap with a tool error saying how to narrow the question', async () => {
     for (let i = 0; i < 12; i++) await newVenue(api, op.key, { name: `Venue with a long enough name number ${i}` });
     const client = new Client({ name: 'limits-agent', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${op.key}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${op.key}` } } }),
+    );
     try {
       const big = (await client.callTool({ name: 'list_venues', arguments: { limit: 50 } })) as CallToolResult;
       expect(big.isError).toBe(true);
-      expect((big.content[0] as { text: string }).text).toMatch(/^VALIDATION_ERROR: the answer is larger than 2048 bytes.*shorter time range, fewer keys or a coarser interval/);
+      expect((big.content[0] as { text: string }).text).toMatch(
+        /^VALIDATION_ERROR: the answer is larger than 2048 bytes.*shorter time range, fewer keys or a coarser interval/,
+      );
       // A telemetry call whose buckets alone can outgrow the cap is refused before any query.
       const now = Date.now();
-      const hour = (await client.callTool({ name: 'get_telemetry', arguments: { venue_id: venueId, keys: 'co2', startTs: now - 3_600_000, endTs: now, interval: 60_000 } })) as CallToolResult;
+      const hour = (await client.callTool({
+        name: 'get_telemetry',
+        arguments: { venue_id: venueId, keys: 'co2', startTs: now - 3_600_000, endTs: now, interval: 60_000 },
+      })) as CallToolResult;
       expect(hour.isError).toBe(true);
       expect((hour.content[0] as { text: string }).text).toMatch(/^VALIDATION_ERROR: the answer can be larger than 2048 bytes/);
-      const minutes = (await client.callTool({ name: 'get_telemetry', arguments: { venue_id: venueId, keys: 'co2', startTs: now - 1_200_000, endTs: now, interval: 60_000 } })) as CallToolResult;
+      const minutes = (await client.callTool({
+        name: 'get_telemetry',
+        arguments: { venue_id: venueId, keys: 'co2', startTs: now - 1_200_000, endTs: now, interval: 60_000 },
+      })) as CallToolResult;
       expect(minutes.isError, JSON.stringify(minutes.content)).toBeFalsy();
       const small = (await client.callTool({ name: 'list_venues', arguments: { limit: 2 } })) as CallToolResult;
       expect(small.isError).toBeFalsy();

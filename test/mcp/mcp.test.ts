@@ -29,7 +29,9 @@ afterAll(async () => {
 
 async function connect(key: string): Promise<Client> {
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${door.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${door.url}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${key}` } },
+  });
   await client.connect(transport);
   clients.push(client);
   return client;
@@ -42,7 +44,9 @@ describe('MCP at /mcp', () => {
     const client = await connect(pro.key);
     expect(client.getServerVersion()?.name).toBe('venue-telemetry');
     const { tools } = await client.listTools();
-    const expected = OPERATIONS.filter((op) => op.tool).map((op) => op.tool!.name).sort();
+    const expected = OPERATIONS.filter((op) => op.tool)
+      .map((op) => op.tool!.name)
+      .sort();
     expect(tools.map((t) => t.name).sort()).toEqual(expected);
     for (const tool of tools) {
       expect(tool.inputSchema.type, tool.name).toBe('object');
@@ -59,7 +63,11 @@ describe('MCP at /mcp', () => {
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ['list_venues', {}, '/api/venues'],
       ['get_venue', { venue_id: venue.id }, `/api/venues/${venue.id}`],
-      ['get_telemetry', { venue_id: venue.id, keys: 'devices,co2', startTs: 0, endTs: 3_600_000 * 24 * 10 }, `/api/venues/${venue.id}/telemetry?keys=devices,co2&startTs=0&endTs=${3_600_000 * 24 * 10}`],
+      [
+        'get_telemetry',
+        { venue_id: venue.id, keys: 'devices,co2', startTs: 0, endTs: 3_600_000 * 24 * 10 },
+        `/api/venues/${venue.id}/telemetry?keys=devices,co2&startTs=0&endTs=${3_600_000 * 24 * 10}`,
+      ],
       ['get_dashboard_stats', {}, '/api/dashboard/stats'],
     ];
     for (const [name, args, path] of cases) {
@@ -84,15 +92,26 @@ describe('MCP at /mcp', () => {
     expect(text(forbidden)).toMatch(/^FORBIDDEN: /);
     expect(text(forbidden)).not.toContain('Not yours');
     for (const name of ['get_telemetry']) {
-      const r = (await client.callTool({ name, arguments: { venue_id: theirs.id, keys: 'co2', startTs: 0, endTs: 1000 } })) as CallToolResult;
+      const r = (await client.callTool({
+        name,
+        arguments: { venue_id: theirs.id, keys: 'co2', startTs: 0, endTs: 1000 },
+      })) as CallToolResult;
       expect(text(r), name).toMatch(/^FORBIDDEN: /);
     }
-    const missing = (await client.callTool({ name: 'get_venue', arguments: { venue_id: '00000000-0000-4000-8000-000000000000' } })) as CallToolResult;
+    const missing = (await client.callTool({
+      name: 'get_venue',
+      arguments: { venue_id: '00000000-0000-4000-8000-000000000000' },
+    })) as CallToolResult;
     expect(text(missing)).toMatch(/^NOT_FOUND: /);
   });
 
   it('refuses a missing or rotated key with 401 in the envelope and WWW-Authenticate; GET and DELETE are 405', async () => {
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    };
     const headers = { accept: 'application/json, text/event-stream' };
     const none = await request(`${door.url}/mcp`, { json: init, headers });
     expect(none.status).toBe(401);
@@ -119,7 +138,10 @@ describe('MCP at /mcp', () => {
     const usage = await request(`${api.url}/api/usage`, { key: free.key });
     expect(usage.body.mcpQueries).toMatchObject({ used: 1, quota: 100 });
     const { rows } = await api.services.db.query(`SELECT billing_anchor FROM operators WHERE id = $1`, [free.id]);
-    await api.services.db.query(`UPDATE usage_counters SET mcp_queries = 100 WHERE operator_id = $1 AND period_start = $2`, [free.id, billingPeriodStart(rows[0].billing_anchor)]);
+    await api.services.db.query(`UPDATE usage_counters SET mcp_queries = 100 WHERE operator_id = $1 AND period_start = $2`, [
+      free.id,
+      billingPeriodStart(rows[0].billing_anchor),
+    ]);
     const over = (await client.callTool({ name: 'get_dashboard_stats', arguments: {} })) as CallToolResult;
     expect(over.isError).toBe(true);
     expect(text(over)).toMatch(/^QUOTA_EXCEEDED: .*100 MCP queries/);

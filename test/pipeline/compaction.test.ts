@@ -55,9 +55,10 @@ describe('the compaction job', () => {
       ),
     );
   const partsOf = (table: string, partitionId: string) =>
-    chRows<{ n: number }>(ch, chsql`SELECT toUInt32(count()) AS n FROM system.parts WHERE database = currentDatabase() AND active AND table = ${table} AND partition_id = ${partitionId}`).then(
-      (r) => r[0]!.n,
-    );
+    chRows<{ n: number }>(
+      ch,
+      chsql`SELECT toUInt32(count()) AS n FROM system.parts WHERE database = currentDatabase() AND active AND table = ${table} AND partition_id = ${partitionId}`,
+    ).then((r) => r[0]!.n);
 
   beforeAll(async () => {
     await migrateClickhouse(serverExecutor(admin), database);
@@ -77,7 +78,14 @@ describe('the compaction job', () => {
       const rows = [closedDay, now - HOUR].flatMap((t) =>
         [0, 1].map((i) =>
           toRow(
-            event({ operatorId, venueId, ts: t + write * 60_000 + i, type: 'device_seen', device: `dev-${write}-${i}`, metrics: { temperature: 20 + write + i } }),
+            event({
+              operatorId,
+              venueId,
+              ts: t + write * 60_000 + i,
+              type: 'device_seen',
+              device: `dev-${write}-${i}`,
+              metrics: { temperature: 20 + write + i },
+            }),
             { topic: 'compaction-test', partition: 0, offset: String(offset++), index: 0 },
             { timezone: 'UTC', retentionDays: 7 },
           ),
@@ -133,7 +141,8 @@ describe('the compaction job', () => {
     const housekeeping = scheduleHousekeeping(housekeepingCh, log, { onPartition: metrics.observeHousekeeping });
     try {
       const deadline = Date.now() + 30_000;
-      while ((await Promise.all(COMPACTED_TABLES.map(compacted))).some((n) => n === 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while ((await Promise.all(COMPACTED_TABLES.map(compacted))).some((n) => n === 0) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
     } finally {
       await housekeeping.stop();
       await housekeepingCh.close();

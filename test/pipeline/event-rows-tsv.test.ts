@@ -22,7 +22,15 @@ describe('raw events written as TabSeparated', () => {
   const venueId = randomUUID();
   const rows: EventRow[] = NASTY.map((text, i) => ({
     ...toRow(
-      event({ operatorId, venueId, ts: Date.UTC(2026, 10, 20, 12, 0, i) + 123, type: 'environment', device: null, metrics: { temperature: -0.5 + i, co2: 1e-7 * i }, payload: { note: text, nested: { text } } }),
+      event({
+        operatorId,
+        venueId,
+        ts: Date.UTC(2026, 10, 20, 12, 0, i) + 123,
+        type: 'environment',
+        device: null,
+        metrics: { temperature: -0.5 + i, co2: 1e-7 * i },
+        payload: { note: text, nested: { text } },
+      }),
       { topic: 'tsv-test', partition: i % 2, offset: String(2n ** 53n + BigInt(i)), index: i },
       { timezone: 'Asia/Kolkata', retentionDays: 90 },
     ),
@@ -67,13 +75,29 @@ describe('raw events written as TabSeparated', () => {
   it('come back field for field from ClickHouse 18.16 (the sink’s insert)', async () => {
     await insertEvents(server, rows);
     const got = await readBack(serverExecutor(server));
-    expect(got.map((r) => ({ ...r, ts_ms: Number(r.ts_ms), kafka_index: Number(r.kafka_index), ts: Number(r.ts), received_at: Number(r.received_at) }))).toEqual(expected);
+    expect(
+      got.map((r) => ({
+        ...r,
+        ts_ms: Number(r.ts_ms),
+        kafka_index: Number(r.kafka_index),
+        ts: Number(r.ts),
+        received_at: Number(r.received_at),
+      })),
+    ).toEqual(expected);
     expect(JSON.parse(String(got[0]!.payload))).toEqual({ note: NASTY[0], nested: { text: NASTY[0] } });
   });
 
   it('come back field for field from current ClickHouse (chdb), from the same text', async () => {
     await chdb.engine.exec(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) FORMAT TabSeparated\n${rows.map(eventTsvLine).join('')}`);
     const got = await readBack(chdb.engine);
-    expect(got.map((r) => ({ ...r, ts_ms: Number(r.ts_ms), kafka_index: Number(r.kafka_index), ts: Number(r.ts), received_at: Number(r.received_at) }))).toEqual(expected);
+    expect(
+      got.map((r) => ({
+        ...r,
+        ts_ms: Number(r.ts_ms),
+        kafka_index: Number(r.kafka_index),
+        ts: Number(r.ts),
+        received_at: Number(r.received_at),
+      })),
+    ).toEqual(expected);
   });
 });

@@ -34,7 +34,10 @@ export async function openHarness(): Promise<Harness> {
   const log = createLogger('sink-test', cfg.LOG_LEVEL);
   const kafka = createKafka(cfg, log, `sink-test-${randomUUID().slice(0, 8)}`);
   const id = randomUUID().slice(0, 8);
-  const topics: Topics = { events: `${cfg.KAFKA_TOPIC_PREFIX}.sinktest-${id}.events`, deadLetter: `${cfg.KAFKA_TOPIC_PREFIX}.sinktest-${id}.dlq` };
+  const topics: Topics = {
+    events: `${cfg.KAFKA_TOPIC_PREFIX}.sinktest-${id}.events`,
+    deadLetter: `${cfg.KAFKA_TOPIC_PREFIX}.sinktest-${id}.dlq`,
+  };
   await ensureTopology(kafka, eventsTopology(topics, cfg.KAFKA_PARTITIONS));
   const admin = kafka.admin();
   await admin.connect();
@@ -62,10 +65,16 @@ export async function openHarness(): Promise<Harness> {
 
 /** An operator on `plan` with one venue per time zone, straight in Postgres. */
 export async function newTenant(db: Db, plan: Plan, timezones: string[]): Promise<{ operatorId: string; venueIds: string[] }> {
-  const op = await one<{ id: string }>(db, sql`INSERT INTO operators (name, email, plan) VALUES ('sink test', 'sink@example.com', ${plan}) RETURNING id`);
+  const op = await one<{ id: string }>(
+    db,
+    sql`INSERT INTO operators (name, email, plan) VALUES ('sink test', 'sink@example.com', ${plan}) RETURNING id`,
+  );
   const venueIds: string[] = [];
   for (const tz of timezones) {
-    const v = await one<{ id: string }>(db, sql`INSERT INTO venues (operator_id, name, timezone) VALUES (${op!.id}, ${`venue ${tz}`}, ${tz}) RETURNING id`);
+    const v = await one<{ id: string }>(
+      db,
+      sql`INSERT INTO venues (operator_id, name, timezone) VALUES (${op!.id}, ${`venue ${tz}`}, ${tz}) RETURNING id`,
+    );
     venueIds.push(v!.id);
   }
   return { operatorId: op!.id, venueIds };
@@ -95,7 +104,9 @@ export async function produce(h: Harness, items: Array<CanonicalEvent | { key: s
     await h.producer.send({
       topic: h.topics.events,
       acks: -1,
-      messages: items.slice(i, i + 500).map((it) => ('raw' in it ? { key: it.key, value: it.raw } : { key: it.venueId, ...encodeEventMessages([it])[0]! })),
+      messages: items
+        .slice(i, i + 500)
+        .map((it) => ('raw' in it ? { key: it.key, value: it.raw } : { key: it.venueId, ...encodeEventMessages([it])[0]! })),
     });
   }
 }
@@ -103,7 +114,7 @@ export async function produce(h: Harness, items: Array<CanonicalEvent | { key: s
 /** Produces the events as ingest does: a request's messages, here up to `perMessage` consecutive events of one venue sharing their receivedAt. */
 export async function produceRequests(h: Harness, events: CanonicalEvent[], perMessage: number): Promise<void> {
   const messages: Array<{ key: string; value: Buffer; headers: Record<string, string> }> = [];
-  for (let i = 0; i < events.length; ) {
+  for (let i = 0; i < events.length;) {
     const venueId = events[i]!.venueId;
     const request: CanonicalEvent[] = [];
     while (i < events.length && events[i]!.venueId === venueId && request.length < perMessage) request.push(events[i++]!);
@@ -111,7 +122,8 @@ export async function produceRequests(h: Harness, events: CanonicalEvent[], perM
     for (const e of request) e.receivedAt = request[0]!.receivedAt;
     for (const m of encodeEventMessages(request)) messages.push({ key: venueId, ...m });
   }
-  for (let i = 0; i < messages.length; i += 100) await h.producer.send({ topic: h.topics.events, acks: -1, messages: messages.slice(i, i + 100) });
+  for (let i = 0; i < messages.length; i += 100)
+    await h.producer.send({ topic: h.topics.events, acks: -1, messages: messages.slice(i, i + 100) });
 }
 
 export function startSink(h: Harness, groupId: string, opts: Partial<SinkOptions> = {}): Promise<RunningSink> {
@@ -174,7 +186,11 @@ export interface KeyTotals {
 }
 
 /** Per key totals of a rollup table (or `devices`: distinct devices over the whole table) for some venues. */
-export async function rollupTotals(h: Harness, table: 'telemetry_1m' | 'telemetry_1h' | 'telemetry_1d', venueIds: string[]): Promise<Record<string, KeyTotals & { devices: number }>> {
+export async function rollupTotals(
+  h: Harness,
+  table: 'telemetry_1m' | 'telemetry_1h' | 'telemetry_1d',
+  venueIds: string[],
+): Promise<Record<string, KeyTotals & { devices: number }>> {
   const rows = await chRows<{ key: string; sum: number; count: number; min: number; max: number; devices: number }>(
     h.ch,
     chsql`SELECT key, sumMerge(v_sum) AS sum, toUInt32(countMerge(v_count)) AS count, minMerge(v_min) AS min, maxMerge(v_max) AS max,

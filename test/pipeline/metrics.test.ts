@@ -28,22 +28,33 @@ describe('the pipeline’s Prometheus metrics', () => {
   it('count inserted rows and their latency per sink target, and show each group’s lag per partition', async () => {
     const { operatorId, venueIds } = await newTenant(h.db, 'pro', ['Europe/Berlin']);
     const now = Date.now();
-    const events = Array.from({ length: 40 }, (_, i) => event({ operatorId, venueId: venueIds[0]!, ts: now - i * 1000, metrics: { temperature: 20 + i } }));
+    const events = Array.from({ length: 40 }, (_, i) =>
+      event({ operatorId, venueId: venueIds[0]!, ts: now - i * 1000, metrics: { temperature: 20 + i } }),
+    );
     await produce(h, events);
     const group = `${h.cfg.KAFKA_TOPIC_PREFIX}.metrics-test-sink`;
     // Before any member read anything, the whole backlog is lag.
     const idle = `${h.cfg.KAFKA_TOPIC_PREFIX}.metrics-test-idle`;
-    await h.admin.setOffsets({ groupId: idle, topic: h.topics.events, partitions: (await h.admin.fetchTopicOffsets(h.topics.events)).map((p) => ({ partition: p.partition, offset: '0' })) });
+    await h.admin.setOffsets({
+      groupId: idle,
+      topic: h.topics.events,
+      partitions: (await h.admin.fetchTopicOffsets(h.topics.events)).map((p) => ({ partition: p.partition, offset: '0' })),
+    });
     const sink = await startSink(h, group, { onInsert: metrics.observeInsert });
     try {
       await allCommitted(h, group);
       const lines = await series();
       expect(valueOf(lines, 'clickhouse_insert_rows_total{', 'target="events"')).toBe(40);
       expect(valueOf(lines, 'clickhouse_insert_duration_seconds_count{', 'target="events"')).toBeGreaterThanOrEqual(1);
-      const lag = (g: string) => lines.filter((l) => l.startsWith('kafka_consumer_lag{') && l.includes(`group="${g}"`) && l.includes(`topic="${h.topics.events}"`));
+      const lag = (g: string) =>
+        lines.filter((l) => l.startsWith('kafka_consumer_lag{') && l.includes(`group="${g}"`) && l.includes(`topic="${h.topics.events}"`));
       expect(lag(group).length).toBe(h.cfg.KAFKA_PARTITIONS);
       expect(lag(group).map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)))).toEqual(Array(h.cfg.KAFKA_PARTITIONS).fill(0));
-      expect(lag(idle).map((l) => Number(l.slice(l.lastIndexOf(' ') + 1))).reduce((a, b) => a + b, 0)).toBe(40);
+      expect(
+        lag(idle)
+          .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)))
+          .reduce((a, b) => a + b, 0),
+      ).toBe(40);
     } finally {
       await sink.stop();
     }
@@ -79,7 +90,12 @@ describe('the derive job’s and the live figures’ metrics', () => {
     let owned = ['a', 'b'];
     metrics.observePollers({ owner: 'me', owned: () => owned, stats, stop: async () => undefined });
     let lines = await series();
-    expect([valueOf(lines, 'poller_polls{'), valueOf(lines, 'poller_failed_polls{'), valueOf(lines, 'poller_events{'), valueOf(lines, 'poller_integrations_owned{')]).toEqual([7, 2, 120, 2]);
+    expect([
+      valueOf(lines, 'poller_polls{'),
+      valueOf(lines, 'poller_failed_polls{'),
+      valueOf(lines, 'poller_events{'),
+      valueOf(lines, 'poller_integrations_owned{'),
+    ]).toEqual([7, 2, 120, 2]);
     stats.polls = 8;
     owned = [];
     lines = await series();

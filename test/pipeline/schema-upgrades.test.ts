@@ -48,7 +48,13 @@ const base = Date.UTC(2026, 10, 20, 10, 0);
 function eventsSql(db: string, operatorId: string, venueId: string, minutes: number[], offset: number, devices: string[] = []): string {
   const rows = minutes.map((m, i) =>
     toRow(
-      event({ operatorId, venueId, ts: base + m * MINUTE + 1000, metrics: { temperature: 20 + m, co2: 400 + 10 * i }, ...(devices[i] ? { device: deviceId(devices[i]) } : {}) }),
+      event({
+        operatorId,
+        venueId,
+        ts: base + m * MINUTE + 1000,
+        metrics: { temperature: 20 + m, co2: 400 + 10 * i },
+        ...(devices[i] ? { device: deviceId(devices[i]) } : {}),
+      }),
       { topic: 'rebuild', partition: 0, offset: String(offset + i), index: 0 },
       { timezone: 'UTC', retentionDays: 90 },
     ),
@@ -120,7 +126,11 @@ async function rebuildKeepsRows(engine: ChExecutor, db: string): Promise<void> {
 
   // A first run cut short in the middle of its copy: the new table exists and holds some of the rows.
   const statements = splitStatements(rebuild.sql.replaceAll('{db}', db));
-  for (const s of statements.slice(0, statements.findIndex((s) => s.startsWith('TRUNCATE')))) await engine.exec(s);
+  for (const s of statements.slice(
+    0,
+    statements.findIndex((s) => s.startsWith('TRUNCATE')),
+  ))
+    await engine.exec(s);
   await engine.exec(`INSERT INTO ${db}.telemetry_1m_fine SELECT * FROM ${db}.telemetry_1m LIMIT 2`);
 
   expect((await migrateClickhouse(engine, db, throughRebuild)).applied).toEqual([`${REBUILD}_telemetry_1m_granules`]);
@@ -138,7 +148,9 @@ async function rebuildKeepsRows(engine: ChExecutor, db: string): Promise<void> {
   const after = await minutes(engine, db, venueId);
   expect(after.filter((m) => m.key === 'temperature').map((m) => m.n)).toEqual([2, 1, 4, 1]);
   expect(after.filter((m) => m.key === 'occupancy').map((m) => m.avg)).toEqual([7, 9]);
-  const tables = await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE 'telemetry_1m%' ORDER BY name`);
+  const tables = await engine.query<{ name: string }>(
+    `SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE 'telemetry_1m%' ORDER BY name`,
+  );
   expect(tables.map((t) => t.name)).toEqual(['telemetry_1m', 'telemetry_1m_mv']);
 }
 
@@ -152,7 +164,9 @@ async function pointsDropKeepsRows(engine: ChExecutor, db: string): Promise<void
   const stored = await minutes(engine, db, venueId);
 
   expect((await migrateClickhouse(engine, db, throughPointsDrop)).applied).toEqual([`${DROP_POINTS}_drop_telemetry_points`]);
-  const tables = await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE 'telemetry_points%'`);
+  const tables = await engine.query<{ name: string }>(
+    `SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE 'telemetry_points%'`,
+  );
   expect(tables).toEqual([]);
   const [raw] = await engine.query<{ rows: number | string; points: number | string }>(
     `SELECT count() AS rows, sum(length(metric_values)) AS points FROM ${db}.events WHERE venue_id = toUUID('${venueId}')`,
@@ -175,7 +189,8 @@ async function dailyDevicesStayExact(engine: ChExecutor, db: string): Promise<vo
   const venueId = randomUUID();
   await migrateClickhouse(engine, db, throughPointsDrop);
   await engine.exec(eventsSql(db, operatorId, venueId, [0, 1], 0, ['d1', 'd2']));
-  const setRows = async () => Number((await engine.query<{ n: number | string }>(`SELECT count() AS n FROM ${db}.telemetry_1d WHERE key = 'devices'`))[0]!.n);
+  const setRows = async () =>
+    Number((await engine.query<{ n: number | string }>(`SELECT count() AS n FROM ${db}.telemetry_1d WHERE key = 'devices'`))[0]!.n);
   const before = await setRows();
   expect(before).toBeGreaterThan(0);
 
@@ -186,9 +201,17 @@ async function dailyDevicesStayExact(engine: ChExecutor, db: string): Promise<vo
   // The service's own query (its tables named in this database): d1, d2 before, d2, d3 after.
   const day = Math.floor(base / 86_400_000);
   const sql = telemetrySeriesSql({
-    resolution: '1d', operatorId, venueId, keys: ['devices', 'temperature'], agg: 'COUNT',
-    fromDay: new Date(day * 86_400_000).toISOString().slice(0, 10), toDay: new Date(day * 86_400_000).toISOString().slice(0, 10),
-    bucketDays: 1, timezone: 'UTC', fromSec: day * 86_400, toSec: (day + 1) * 86_400,
+    resolution: '1d',
+    operatorId,
+    venueId,
+    keys: ['devices', 'temperature'],
+    agg: 'COUNT',
+    fromDay: new Date(day * 86_400_000).toISOString().slice(0, 10),
+    toDay: new Date(day * 86_400_000).toISOString().slice(0, 10),
+    bucketDays: 1,
+    timezone: 'UTC',
+    fromSec: day * 86_400,
+    toSec: (day + 1) * 86_400,
   }).text.replace(/\b(FROM|IN \(SELECT retention_days FROM) (telemetry_\w+|retention_classes)\b/g, `$1 ${db}.$2`);
   const rows = await engine.query<{ key: string; t: number | string; value: number | string }>(sql);
   expect(rows.map((r) => [r.key, Number(r.t), Number(r.value)])).toEqual([
@@ -229,10 +252,13 @@ describe('the minute rollup rebuilt with finer granules (migration 0007)', () =>
 
 describe('the points table dropped (migration 0008)', () => {
   it('keeps the raw rows and rollups on 18.16, and the raw table takes inserts again', onServer('points', pointsDropKeepsRows));
-  it('keeps the raw rows and rollups on current ClickHouse (chdb), and the raw table takes inserts again', onChdb('points', pointsDropKeepsRows));
+  it(
+    'keeps the raw rows and rollups on current ClickHouse (chdb), and the raw table takes inserts again',
+    onChdb('points', pointsDropKeepsRows),
+  );
 });
 
 describe('the daily rollup without device sets (migration 0009)', () => {
-  it('keeps a day\'s devices exact across the change on 18.16', onServer('daily_devices', dailyDevicesStayExact));
-  it('keeps a day\'s devices exact across the change on current ClickHouse (chdb)', onChdb('daily_devices', dailyDevicesStayExact));
+  it("keeps a day's devices exact across the change on 18.16", onServer('daily_devices', dailyDevicesStayExact));
+  it("keeps a day's devices exact across the change on current ClickHouse (chdb)", onChdb('daily_devices', dailyDevicesStayExact));
 });

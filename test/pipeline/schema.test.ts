@@ -21,7 +21,9 @@ afterAll(async () => {
 
 describe('the telemetry schema on 18.16', () => {
   it('has the raw table and the rollup tables with a view each, and no points table (migration 0008)', async () => {
-    const tables = await engine.query<{ name: string; engine: string }>(`SELECT name, engine FROM system.tables WHERE database = '${database}' ORDER BY name`);
+    const tables = await engine.query<{ name: string; engine: string }>(
+      `SELECT name, engine FROM system.tables WHERE database = '${database}' ORDER BY name`,
+    );
     expect(tables.map((t) => `${t.name}:${t.engine}`)).toEqual(
       expect.arrayContaining([
         'events:MergeTree',
@@ -46,7 +48,9 @@ describe('the telemetry schema on 18.16', () => {
     });
     const report = await migrateClickhouse(engine, database);
     expect(report.applied).toEqual(['2_local_day']);
-    const columns = await engine.query<{ name: string }>(`SELECT name FROM system.columns WHERE database = '${database}' AND table = 'events' AND name = 'local_day'`);
+    const columns = await engine.query<{ name: string }>(
+      `SELECT name FROM system.columns WHERE database = '${database}' AND table = 'events' AND name = 'local_day'`,
+    );
     expect(columns).toHaveLength(1);
   });
 });

@@ -90,7 +90,10 @@ async function expectExact(events: CanonicalEvent[], venueIds: string[], topicRo
     }
   }
   // Every point stays in the raw table (there is no points table since migration 0008).
-  const [points] = await chRows<{ n: number }>(h.ch, chsql`SELECT toUInt32(sum(length(metric_values))) AS n FROM events WHERE has(${venueIds}, toString(venue_id))`);
+  const [points] = await chRows<{ n: number }>(
+    h.ch,
+    chsql`SELECT toUInt32(sum(length(metric_values))) AS n FROM events WHERE has(${venueIds}, toString(venue_id))`,
+  );
   expect(points!.n).toBe(events.reduce((n, e) => n + Object.keys(e.metrics).length, 0));
 }
 
@@ -118,7 +121,10 @@ describe('events sink', () => {
       );
       const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
       expect(row).toEqual({ local_day: isoDay(today), utc_day: isoDay(today - 86_400_000) });
-      const last = await pgRows<{ id: string; last_event_at: Date }>(h.db, sql`SELECT id, last_event_at FROM venues WHERE id = ANY(${t.venueIds}::uuid[])`);
+      const last = await pgRows<{ id: string; last_event_at: Date }>(
+        h.db,
+        sql`SELECT id, last_event_at FROM venues WHERE id = ANY(${t.venueIds}::uuid[])`,
+      );
       for (const v of last) {
         const newest = Math.max(...events.filter((e) => e.venueId === v.id).map((e) => e.ts));
         expect(v.last_event_at.getTime(), v.id).toBe(newest);
@@ -135,7 +141,12 @@ describe('events sink', () => {
     const t = await newTenant(h.db, 'starter', ['UTC']);
     const events = workload(t, 1500);
     // Sorted by venue so a message holds up to 70 events of one venue, as one ingest request does.
-    if (perMessage > 1) await produceRequests(h, [...events].sort((a, b) => a.venueId.localeCompare(b.venueId)), perMessage);
+    if (perMessage > 1)
+      await produceRequests(
+        h,
+        [...events].sort((a, b) => a.venueId.localeCompare(b.venueId)),
+        perMessage,
+      );
     else await produce(h, events);
     const g = group();
     let crashed = false;
@@ -256,7 +267,13 @@ describe('events sink', () => {
     }
     const [letter] = await deadLetters(1);
     expect(letter!.headers![DLQ_HEADERS.index]!.toString()).toBe('2');
-    expect(JSON.parse(letter!.value!.toString())).toEqual({ ...bad, operatorId: t.operatorId, venueId, connectorType: good[0]!.connectorType, receivedAt: good[0]!.receivedAt });
+    expect(JSON.parse(letter!.value!.toString())).toEqual({
+      ...bad,
+      operatorId: t.operatorId,
+      venueId,
+      connectorType: good[0]!.connectorType,
+      receivedAt: good[0]!.receivedAt,
+    });
   });
 
   it('dead-letters events ClickHouse could not store as sent, and stores any payload string exactly', async () => {
@@ -273,7 +290,10 @@ describe('events sink', () => {
       event({ ...at, type: 'device_seen', device: 'lone \ud800 surrogate' }),
     ].map((e) => ({ key: e.venueId, raw: JSON.stringify(e) }));
     // Parses, but too deep to store.
-    const deep = JSON.stringify(event({ ...at, payload: { nested: 'here' } })).replace('"here"', `${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`);
+    const deep = JSON.stringify(event({ ...at, payload: { nested: 'here' } })).replace(
+      '"here"',
+      `${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`,
+    );
     poison.push({ key: at.venueId, raw: deep });
     await produce(h, [...good, ...poison]);
     const g = group();
@@ -293,7 +313,14 @@ describe('events sink', () => {
     const t = await newTenant(h.db, 'pro', ['UTC']);
     // Ingest derives ids of vendor events (Square) as version-8 UUIDs; random ids are version 4.
     const vendorId = () => randomUUID().replace(/^(.{14})./, '$18');
-    const payment = event({ id: vendorId(), operatorId: t.operatorId, venueId: t.venueIds[0]!, ts: Date.now() - HOUR_MS, type: 'transaction', metrics: { amount: 1250 } });
+    const payment = event({
+      id: vendorId(),
+      operatorId: t.operatorId,
+      venueId: t.venueIds[0]!,
+      ts: Date.now() - HOUR_MS,
+      type: 'transaction',
+      metrics: { amount: 1250 },
+    });
     const other = event({ ...payment, id: vendorId(), metrics: { amount: 99 } });
     const g = group();
     const s = await startSink(h, g);

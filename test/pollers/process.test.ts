@@ -34,7 +34,10 @@ describe('the pipeline process', () => {
   it('polls a UniFi controller, stores its clients, and on SIGTERM stops the pollers and releases their leases', async () => {
     const controller = await FakeUnifi.start(tls, creds);
     const { venueId, integrationId } = await env.integration('unifi', {
-      controller_url: controller.url, username: creds.username, password: creds.password, certificate_sha256: tls.sha256,
+      controller_url: controller.url,
+      username: creds.username,
+      password: creds.password,
+      certificate_sha256: tls.sha256,
     });
     controller.clients = [{ mac: '00:11:22:33:cc:01', last_seen: Math.floor(Date.now() / 1000) - 30 }];
     const p = pipeline({});
@@ -56,7 +59,10 @@ describe('the pipeline process', () => {
   it('polls nothing with POLLERS_ENABLED=false', async () => {
     const controller = await FakeUnifi.start(tls, creds);
     const { integrationId } = await env.integration('unifi', {
-      controller_url: controller.url, username: creds.username, password: creds.password, certificate_sha256: tls.sha256,
+      controller_url: controller.url,
+      username: creds.username,
+      password: creds.password,
+      certificate_sha256: tls.sha256,
     });
     const p = pipeline({ POLLERS_ENABLED: 'false' });
     try {

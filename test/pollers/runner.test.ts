@@ -7,7 +7,12 @@ let env: PollerEnv;
 const tls = selfSignedCert();
 const creds = { username: 'poller', password: 'runner-test-password-9' };
 const NOW_S = () => Math.floor(Date.now() / 1000);
-const config = (url: string) => ({ controller_url: url, username: creds.username, password: creds.password, certificate_sha256: tls.sha256 });
+const config = (url: string) => ({
+  controller_url: url,
+  username: creds.username,
+  password: creds.password,
+  certificate_sha256: tls.sha256,
+});
 
 beforeAll(async () => {
   env = await PollerEnv.start('pollrun');
@@ -44,8 +49,16 @@ describe('poller runner', () => {
       });
       const at = controller.server.requests.map((r) => r.at);
       at.slice(1, 4).forEach((t, i) => expect(t - at[i]!).toBeGreaterThanOrEqual(pauses[i]! - 5));
-      const report = await until('a failed poll report', () => env.reports.find((r) => r.source?.integrationId === integrationId && r.source.ok === false));
-      expect(report).toMatchObject({ venueId, connectorType: 'unifi', accepted: 0, rejected: 0, source: { link: 'poll', ok: false, error: failing.last_error } });
+      const report = await until('a failed poll report', () =>
+        env.reports.find((r) => r.source?.integrationId === integrationId && r.source.ok === false),
+      );
+      expect(report).toMatchObject({
+        venueId,
+        connectorType: 'unifi',
+        accepted: 0,
+        rejected: 0,
+        source: { link: 'poll', ok: false, error: failing.last_error },
+      });
 
       // The controller comes back: the next attempt (within the 1.2 s cap) brings the clients in.
       controller.clients = [{ mac: '00:11:22:33:77:01', last_seen: NOW_S() - 20 }];
@@ -55,7 +68,9 @@ describe('poller runner', () => {
       expect(ok).toMatchObject({ failures: 0, last_error: failing.last_error });
       expect(ok!.last_ok_at!.getTime()).toBeGreaterThan(failing.last_error_at!.getTime());
       const failedAt = env.reports.indexOf(report);
-      await until('an ok report after the failures', () => env.reports.slice(failedAt).some((r) => r.source?.integrationId === integrationId && r.source.ok));
+      await until('an ok report after the failures', () =>
+        env.reports.slice(failedAt).some((r) => r.source?.integrationId === integrationId && r.source.ok),
+      );
     } finally {
       await runner.stop();
       await controller.close();
@@ -117,7 +132,10 @@ describe('poller runner', () => {
       }
       // One owner polled each controller: one login each, no session of a second poller.
       expect(controllers.map((c) => c.logins)).toEqual([1, 1, 1, 1]);
-      const { rows } = await env.api.services.db.query(`SELECT integration_id, owner FROM poller_state WHERE integration_id = ANY($1::uuid[])`, [[...mine]]);
+      const { rows } = await env.api.services.db.query(
+        `SELECT integration_id, owner FROM poller_state WHERE integration_id = ANY($1::uuid[])`,
+        [[...mine]],
+      );
       for (const row of rows) expect([r1.owner, r2.owner]).toContain(row.owner);
       // The other runner's integrations pass to r1 at once (released, not waiting for the lease to lapse).
       await r2.stop();
@@ -159,7 +177,9 @@ describe('poller runner', () => {
     const { integrationId: id } = await env.integration('unifi', config('https://127.0.0.1:9'));
     const other = await env.integration('unifi', config('https://127.0.0.1:9'));
     // A takes both (one statement); B gets neither while A's leases live.
-    expect((await takeLeases(db, [id, other.integrationId], 'A', 300)).map((r) => r.integration_id).sort()).toEqual([id, other.integrationId].sort());
+    expect((await takeLeases(db, [id, other.integrationId], 'A', 300)).map((r) => r.integration_id).sort()).toEqual(
+      [id, other.integrationId].sort(),
+    );
     expect(await takeLeases(db, [id, other.integrationId], 'B', 5000)).toEqual([]);
     expect(await saveCursor(db, id, 'A', { at: 1, ids: [] })).toBe(true);
     // A stalls past its lease; B takes over and moves on.

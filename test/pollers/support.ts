@@ -28,11 +28,29 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 export function selfSignedCert(): { key: Buffer; cert: Buffer; sha256: string; colons: string } {
   const dir = mkdtempSync(join(tmpdir(), 'poller-cert-'));
   try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '2', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1',
-    ], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     const key = readFileSync(join(dir, 'key.pem'));
     const cert = readFileSync(join(dir, 'cert.pem'));
     const colons = new X509Certificate(cert).fingerprint256;
@@ -49,7 +67,10 @@ export class FakeServer {
   hang = false;
   requests: Array<{ method: string; path: string; headers: IncomingMessage['headers']; body: string; at: number }> = [];
   private readonly sockets = new Set<Socket>();
-  private constructor(private readonly server: Server, readonly url: string) {}
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
 
   static async start(tls: { key: Buffer; cert: Buffer }, handler: Handler): Promise<FakeServer> {
     let self: FakeServer | undefined;
@@ -108,9 +129,16 @@ export class FakeUnifi {
   logins = 0;
   server!: FakeServer;
 
-  constructor(readonly creds: { username: string; password: string }, readonly opts: { unifiOs?: boolean; site?: string } = {}) {}
+  constructor(
+    readonly creds: { username: string; password: string },
+    readonly opts: { unifiOs?: boolean; site?: string } = {},
+  ) {}
 
-  static async start(tls: { key: Buffer; cert: Buffer }, creds: { username: string; password: string }, opts: { unifiOs?: boolean; site?: string } = {}): Promise<FakeUnifi> {
+  static async start(
+    tls: { key: Buffer; cert: Buffer },
+    creds: { username: string; password: string },
+    opts: { unifiOs?: boolean; site?: string } = {},
+  ): Promise<FakeUnifi> {
     const u = new FakeUnifi(creds, opts);
     u.server = await FakeServer.start(tls, (req, body, res) => u.handle(req, body, res));
     return u;
@@ -137,7 +165,12 @@ export class FakeUnifi {
       this.logins++;
       const token = randomUUID();
       this.sessions.add(token);
-      return json(res, 200, { meta: { rc: 'ok' }, data: [] }, { 'set-cookie': [`${cookieName}=${token}; Path=/; Secure; HttpOnly`, 'csrf_token=abc; Path=/'] });
+      return json(
+        res,
+        200,
+        { meta: { rc: 'ok' }, data: [] },
+        { 'set-cookie': [`${cookieName}=${token}; Path=/; Secure; HttpOnly`, 'csrf_token=abc; Path=/'] },
+      );
     }
     const sta = `${os ? '/proxy/network' : ''}/api/s/${this.opts.site ?? 'default'}/stat/sta`;
     if (req.method === 'GET' && req.url === sta) {
@@ -145,7 +178,8 @@ export class FakeUnifi {
       if (!cookie || !this.sessions.has(cookie)) return json(res, 401, { meta: { rc: 'error', msg: 'api.err.LoginRequired' }, data: [] });
       return json(res, 200, { meta: { rc: 'ok' }, data: this.clients });
     }
-    if (req.method === 'GET' && /\/api\/s\/[^/]+\/stat\/sta$/.test(req.url ?? '')) return json(res, 400, { meta: { rc: 'error', msg: 'api.err.NoSiteContext' }, data: [] });
+    if (req.method === 'GET' && /\/api\/s\/[^/]+\/stat\/sta$/.test(req.url ?? ''))
+      return json(res, 400, { meta: { rc: 'error', msg: 'api.err.NoSiteContext' }, data: [] });
     json(res, 404, { error: 'not found' });
   }
 
@@ -170,7 +204,12 @@ export function capturedLogger(level = 'debug'): { log: Logger; text: () => stri
 export class PollerEnv {
   reports: IngestReport[] = [];
   private readonly created: string[] = [];
-  private constructor(readonly api: RunningApi, readonly sink: RunningEventsSink | undefined, private readonly reportsConsumer: Consumer, readonly op: TestOperator) {}
+  private constructor(
+    readonly api: RunningApi,
+    readonly sink: RunningEventsSink | undefined,
+    private readonly reportsConsumer: Consumer,
+    readonly op: TestOperator,
+  ) {}
 
   /** `sink: false` when a pipeline process of the test runs the events sink on this prefix. */
   static async start(name: string, opts: { sink?: boolean } = {}): Promise<PollerEnv> {
@@ -181,7 +220,18 @@ export class PollerEnv {
     const sink =
       opts.sink === false
         ? undefined
-        : await runEventsSink(kafka, { groupId: `${prefix}.sink.events`, partitions: cfg.KAFKA_PARTITIONS, ch, db, producer, topics, log, batchRows: 5000, batchMs: 100, drainMs: 5000 });
+        : await runEventsSink(kafka, {
+            groupId: `${prefix}.sink.events`,
+            partitions: cfg.KAFKA_PARTITIONS,
+            ch,
+            db,
+            producer,
+            topics,
+            log,
+            batchRows: 5000,
+            batchMs: 100,
+            drainMs: 5000,
+          });
     const k = new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'pollers-test-reports', logLevel: logLevel.NOTHING });
     const consumer = k.consumer({ groupId: `pollers-test-${randomUUID()}`, maxWaitTimeInMs: 100 });
     await consumer.connect();
@@ -207,7 +257,10 @@ export class PollerEnv {
   /** A venue of the operator with one integration; returns both ids. */
   async integration(connectorType: string, config: Record<string, unknown>): Promise<{ venueId: string; integrationId: string }> {
     const venueId = (await newVenue(this.api, this.op.key)).id as string;
-    const res = await request(`${this.api.url}/api/venues/${venueId}/integrations`, { key: this.op.key, json: { connector_type: connectorType, config } });
+    const res = await request(`${this.api.url}/api/venues/${venueId}/integrations`, {
+      key: this.op.key,
+      json: { connector_type: connectorType, config },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     this.created.push(res.body.id);
     return { venueId, integrationId: res.body.id as string };
@@ -242,7 +295,17 @@ export class PollerEnv {
   }
 
   /** The venue's stored raw events. */
-  async stored(venueId: string): Promise<Array<{ event_id: string; event_type: string; ts: string; device: string; payload: string; metric_names: string[]; metric_values: number[] }>> {
+  async stored(venueId: string): Promise<
+    Array<{
+      event_id: string;
+      event_type: string;
+      ts: string;
+      device: string;
+      payload: string;
+      metric_names: string[];
+      metric_values: number[];
+    }>
+  > {
     return chRows(
       this.api.services.ch,
       chsql`SELECT toString(event_id) AS event_id, event_type, toString(ts) AS ts, device, payload, metric_names, metric_values FROM events WHERE venue_id = ${venueId} ORDER BY ts, event_id`,
@@ -272,7 +335,11 @@ export class PollerEnv {
   }
 }
 
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -34,7 +34,17 @@ describe('UniFi poller', () => {
     const { venueId, integrationId } = await env.integration('unifi', unifiConfig(controller.url));
     const t = NOW_S() - 120;
     controller.clients = [
-      { mac: 'A4:83:E7:5D:10:9F', last_seen: t, first_seen: t - 600, ap_mac: 'f0:9f:c2:aa:bb:01', essid: 'Venue Guest', rssi: 40, signal: -58, is_guest: true, hostname: 'Alices-iPhone' },
+      {
+        mac: 'A4:83:E7:5D:10:9F',
+        last_seen: t,
+        first_seen: t - 600,
+        ap_mac: 'f0:9f:c2:aa:bb:01',
+        essid: 'Venue Guest',
+        rssi: 40,
+        signal: -58,
+        is_guest: true,
+        hostname: 'Alices-iPhone',
+      },
       { mac: 'da:a1:19:0b:7c:2e', last_seen: t + 1, ap_mac: 'f0:9f:c2:aa:bb:02', essid: 'Venue Guest', rssi: -70 },
       { mac: 'not-a-mac', last_seen: t }, // skipped
     ];
@@ -42,11 +52,22 @@ describe('UniFi poller', () => {
     const runner = env.runner(log);
     try {
       const rows = await env.waitStored(venueId, 2);
-      expect(rows.map((r) => r.ts)).toEqual([new Date(t * 1000).toISOString().slice(0, 19).replace('T', ' '), new Date((t + 1) * 1000).toISOString().slice(0, 19).replace('T', ' ')]);
+      expect(rows.map((r) => r.ts)).toEqual([
+        new Date(t * 1000).toISOString().slice(0, 19).replace('T', ' '),
+        new Date((t + 1) * 1000).toISOString().slice(0, 19).replace('T', ' '),
+      ]);
       const key = new Pseudonyms(env.cfg.PSEUDONYM_KEY).keyFor(env.op.id);
       expect(rows.map((r) => r.device)).toEqual([pseudonym(key, 'a4:83:e7:5d:10:9f'), pseudonym(key, 'da:a1:19:0b:7c:2e')]);
       const payload = JSON.parse(rows[0]!.payload);
-      expect(payload).toEqual({ mac: rows[0]!.device, ap_mac: 'f0:9f:c2:aa:bb:01', essid: 'Venue Guest', rssi: -58, is_guest: true, first_seen: t - 600, last_seen: t });
+      expect(payload).toEqual({
+        mac: rows[0]!.device,
+        ap_mac: 'f0:9f:c2:aa:bb:01',
+        essid: 'Venue Guest',
+        rssi: -58,
+        is_guest: true,
+        first_seen: t - 600,
+        last_seen: t,
+      });
       // A positive rssi (classic controllers: signal above noise) is not dBm: left out, not a rejected event.
       expect(JSON.parse(rows[1]!.payload).rssi).toBe(-70);
       for (const r of rows) expect(r.payload.toLowerCase()).not.toMatch(/a4:83:e7|da:a1:19|alices/);
@@ -57,7 +78,9 @@ describe('UniFi poller', () => {
       const state = await pollerState(env.api.services.db, integrationId);
       expect(state).toMatchObject({ owner: runner.owner, failures: 0, cursor: { at: t + 1, ids: [pseudonym(key, 'da:a1:19:0b:7c:2e')] } });
       expect(state!.last_ok_at).not.toBeNull();
-      await until('an ok poll report', () => env.reports.some((r) => r.source?.integrationId === integrationId && r.source.ok && r.source.link === 'poll'));
+      await until('an ok poll report', () =>
+        env.reports.some((r) => r.source?.integrationId === integrationId && r.source.ok && r.source.link === 'poll'),
+      );
       expect(controller.logins).toBe(1);
 
       // The same client seen later, and a new one in the same second as the cursor: both taken.
@@ -73,7 +96,8 @@ describe('UniFi poller', () => {
     }
     const logged = text();
     expect(logged).toContain('poller took the integration');
-    for (const secret of [creds.password, 'unifises=', 'a4:83:e7', 'A4:83:E7', 'da:a1:19', '3c:22:fb', 'Alices']) expect(logged).not.toContain(secret);
+    for (const secret of [creds.password, 'unifises=', 'a4:83:e7', 'A4:83:E7', 'da:a1:19', '3c:22:fb', 'Alices'])
+      expect(logged).not.toContain(secret);
     // Nothing of the controller's traffic carried the password but the login itself.
     expect(controller.server.requests.filter((r) => r.body.includes(creds.password)).every((r) => r.path === '/api/login')).toBe(true);
   });
@@ -152,7 +176,10 @@ describe('UniFi poller', () => {
     const controller = await FakeUnifi.start(tls, creds);
     const { venueId, integrationId } = await env.integration('unifi', unifiConfig(controller.url));
     const t = NOW_S() - 200;
-    controller.clients = [{ mac: '00:11:22:33:66:01', last_seen: t }, { mac: '00:11:22:33:66:02', last_seen: t + 1 }];
+    controller.clients = [
+      { mac: '00:11:22:33:66:01', last_seen: t },
+      { mac: '00:11:22:33:66:02', last_seen: t + 1 },
+    ];
     const first = env.runner(capturedLogger().log);
     try {
       await env.waitStored(venueId, 2);
@@ -187,7 +214,9 @@ describe('UniFi poller', () => {
       });
       expect(state.last_error).toContain('does not match the pinned certificate_sha256');
       expect(state.last_error).toContain(tls.sha256);
-      const report = await until('a failed poll report', () => env.reports.find((r) => r.source?.integrationId === integrationId && !r.source.ok));
+      const report = await until('a failed poll report', () =>
+        env.reports.find((r) => r.source?.integrationId === integrationId && !r.source.ok),
+      );
       expect(report.source).toMatchObject({ link: 'poll', ok: false, error: expect.stringContaining('pin the new fingerprint') });
       expect(controller.server.requests).toHaveLength(0);
     } finally {
@@ -221,8 +250,12 @@ describe('UniFi poller', () => {
     const { integrationId } = await env.integration('unifi', unifiConfig(controller.url, { password: 'wrong-password-123' }));
     const runner = env.runner(capturedLogger().log);
     try {
-      const report = await until('a failed poll report', () => env.reports.find((r) => r.source?.integrationId === integrationId && !r.source.ok));
-      expect(report.source!.error).toMatch(/^controller answered 400 to login at https:\/\/127\.0\.0\.1:\d+\/api\/login: check username and password$/);
+      const report = await until('a failed poll report', () =>
+        env.reports.find((r) => r.source?.integrationId === integrationId && !r.source.ok),
+      );
+      expect(report.source!.error).toMatch(
+        /^controller answered 400 to login at https:\/\/127\.0\.0\.1:\d+\/api\/login: check username and password$/,
+      );
       expect(report.source!.error).not.toContain('wrong-password');
     } finally {
       await runner.stop();

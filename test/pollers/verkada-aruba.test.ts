@@ -47,7 +47,11 @@ class FakeVerkada {
       const start = Number(url.searchParams.get('start_time'));
       const end = Number(url.searchParams.get('end_time'));
       const within = (b: number[]) => b[0]! >= start && b[0]! < end;
-      const lines = Object.entries(camera.lines).map(([preset, l]) => ({ preset_id: preset, trend_in: l.in.filter(within), trend_out: l.out.filter(within) }));
+      const lines = Object.entries(camera.lines).map(([preset, l]) => ({
+        preset_id: preset,
+        trend_in: l.in.filter(within),
+        trend_out: l.out.filter(within),
+      }));
       if (camera.presets) return json(res, 200, { camera_id: url.searchParams.get('camera_id'), presets: lines });
       return json(res, 200, { camera_id: url.searchParams.get('camera_id'), trend_in: lines[0]!.trend_in, trend_out: lines[0]!.trend_out });
     }
@@ -59,7 +63,12 @@ describe('Verkada poller', () => {
   it('brings complete trend buckets in as entry/exit counts, once, across a restart, looking back at most 24 h', async () => {
     const apiKey = 'vk-api-key-0123456789abcdef';
     const fake = await FakeVerkada.start(apiKey);
-    const { venueId, integrationId } = await env.integration('verkada', { org_id: 'org-1', api_key: apiKey, region: 'eu', camera_ids: ['cam-1', 'cam-2'] });
+    const { venueId, integrationId } = await env.integration('verkada', {
+      org_id: 'org-1',
+      api_key: apiKey,
+      region: 'eu',
+      camera_ids: ['cam-1', 'cam-2'],
+    });
     const nowS = Math.floor(Date.now() / 1000);
     const current = Math.floor(nowS / BUCKET) * BUCKET; // the bucket in progress
     const b = (k: number, count: number) => [current - k * BUCKET, current - (k - 1) * BUCKET, count];
@@ -77,7 +86,11 @@ describe('Verkada poller', () => {
     // first run's 40 minutes behind it (b4 complete, b3 not yet).
     const shift = (current + 300) * 1000 - Date.now();
     const behind = 40 * 60_000;
-    const first = env.runner(capturedLogger().log, { baseUrls: { verkada: fake.server.url }, ca: tls.cert, now: () => Date.now() + shift - behind });
+    const first = env.runner(capturedLogger().log, {
+      baseUrls: { verkada: fake.server.url },
+      ca: tls.cert,
+      now: () => Date.now() + shift - behind,
+    });
     try {
       await until('the first run moved its cursor', async () => (await pollerState(env.api.services.db, integrationId))?.cursor);
       // First run: cam-1 door-1 in b6, b4 and out b6; cam-2 in and out b5.
@@ -85,16 +98,28 @@ describe('Verkada poller', () => {
     } finally {
       await first.stop();
     }
-    const second = env.runner(capturedLogger().log, { baseUrls: { verkada: fake.server.url }, ca: tls.cert, now: () => Date.now() + shift });
+    const second = env.runner(capturedLogger().log, {
+      baseUrls: { verkada: fake.server.url },
+      ca: tls.cert,
+      now: () => Date.now() + shift,
+    });
     try {
       // Every complete bucket with people, once: cam-1 door-1 in b6,b4,b1 · out b6,b2 · door-2 in b3 · cam-2 in b5 · out b5.
       const rows = await env.waitStored(venueId, 8);
       const sum = (type: string) => rows.filter((r) => r.event_type === type).reduce((n, r) => n + r.metric_values[0]!, 0);
       expect(sum('entry')).toBe(3 + 2 + 7 + 5 + 11);
       expect(sum('exit')).toBe(1 + 4 + 10);
-      const b6 = rows.find((r) => r.event_type === 'entry' && JSON.parse(r.payload).line_id === 'door-1' && JSON.parse(r.payload).count === 3)!;
+      const b6 = rows.find(
+        (r) => r.event_type === 'entry' && JSON.parse(r.payload).line_id === 'door-1' && JSON.parse(r.payload).count === 3,
+      )!;
       expect(b6.ts).toBe(new Date((current - 6 * BUCKET) * 1000).toISOString().slice(0, 19).replace('T', ' '));
-      expect(JSON.parse(b6.payload)).toEqual({ camera_id: 'cam-1', line_id: 'door-1', count: 3, bucket_start: current - 6 * BUCKET, bucket_end: current - 5 * BUCKET });
+      expect(JSON.parse(b6.payload)).toEqual({
+        camera_id: 'cam-1',
+        line_id: 'door-1',
+        count: 3,
+        bucket_start: current - 6 * BUCKET,
+        bucket_end: current - 5 * BUCKET,
+      });
       expect(b6.metric_names).toEqual(['entries']);
       const cam2 = rows.filter((r) => JSON.parse(r.payload).camera_id === 'cam-2');
       expect(cam2.map((r) => JSON.parse(r.payload).line_id)).toEqual(['all', 'all']);
@@ -124,7 +149,10 @@ describe('Verkada poller', () => {
     const runner = env.runner(log, { baseUrls: { verkada: fake.server.url }, ca: tls.cert });
     try {
       const failure = (id: string) =>
-        until('a failed poll report', () => env.reports.find((r) => r.source?.integrationId === id && r.source.ok === false)?.source?.error);
+        until(
+          'a failed poll report',
+          () => env.reports.find((r) => r.source?.integrationId === id && r.source.ok === false)?.source?.error,
+        );
       expect(await failure(wrong.integrationId)).toMatch(/^Verkada answered 401 to https:\/\/127\.0\.0\.1:\d+\/token: check the API key/);
       expect(await failure(unknown.integrationId)).toMatch(
         /^Verkada answered 404 to https:\/\/127\.0\.0\.1:\d+\/cameras\/v1\/analytics\/occupancy_trends for camera cam-9: check camera_ids$/,
@@ -144,7 +172,15 @@ describe('Aruba ALE poller', () => {
     const t = Math.floor(Date.now() / 1000) - 90;
     const hashed = 'ab'.repeat(20);
     let records: unknown[] = [
-      { msg: { sta_eth_mac: { addr: 'D8:A1:19:0B:7C:2E' }, associated: true, ap_name: 'AP-Lobby-1', radio_mac: { addr: '00:24:6c:aa:bb:cc' } }, ts: t },
+      {
+        msg: {
+          sta_eth_mac: { addr: 'D8:A1:19:0B:7C:2E' },
+          associated: true,
+          ap_name: 'AP-Lobby-1',
+          radio_mac: { addr: '00:24:6c:aa:bb:cc' },
+        },
+        ts: t,
+      },
       { msg: { hashed_sta_eth_mac: hashed, associated: false, ap_name: 'AP-Bar' }, ts: t + 2 },
     ];
     const ale = await FakeServer.start(tls, (req, _body, res) => {
@@ -152,10 +188,26 @@ describe('Aruba ALE poller', () => {
       if (req.url === '/api/v1/presence') return json(res, 200, { Presence_result: records });
       json(res, 404, {});
     });
-    const { venueId, integrationId } = await env.integration('aruba', { mode: 'ale', base_url: ale.url, ...creds, certificate_sha256: tls.colons });
-    const wrong = await env.integration('aruba', { mode: 'ale', base_url: ale.url, username: 'ale-user', password: 'nope-nope-1', certificate_sha256: tls.sha256 });
+    const { venueId, integrationId } = await env.integration('aruba', {
+      mode: 'ale',
+      base_url: ale.url,
+      ...creds,
+      certificate_sha256: tls.colons,
+    });
+    const wrong = await env.integration('aruba', {
+      mode: 'ale',
+      base_url: ale.url,
+      username: 'ale-user',
+      password: 'nope-nope-1',
+      certificate_sha256: tls.sha256,
+    });
     const central = await env.integration('aruba', {
-      mode: 'central', base_url: 'https://apigw.central.example', customer_id: 'c1', client_id: 'id', client_secret: 'cs-secret', streaming_key: 'sk-secret',
+      mode: 'central',
+      base_url: 'https://apigw.central.example',
+      customer_id: 'c1',
+      client_id: 'id',
+      client_secret: 'cs-secret',
+      streaming_key: 'sk-secret',
     });
     const { log, text } = capturedLogger();
     const runner = env.runner(log);
@@ -163,13 +215,21 @@ describe('Aruba ALE poller', () => {
       const rows = await env.waitStored(venueId, 2);
       const key = new Pseudonyms(env.cfg.PSEUDONYM_KEY).keyFor(env.op.id);
       expect(rows.map((r) => r.device)).toEqual([pseudonym(key, 'd8:a1:19:0b:7c:2e'), pseudonym(key, `hashed_sta_eth_mac:${hashed}`)]);
-      expect(JSON.parse(rows[0]!.payload)).toEqual({ sta_eth_mac: rows[0]!.device, associated: true, ap_name: 'AP-Lobby-1', radio_mac: '00:24:6c:aa:bb:cc' });
+      expect(JSON.parse(rows[0]!.payload)).toEqual({
+        sta_eth_mac: rows[0]!.device,
+        associated: true,
+        ap_name: 'AP-Lobby-1',
+        radio_mac: '00:24:6c:aa:bb:cc',
+      });
       expect(JSON.parse(rows[1]!.payload)).toEqual({ hashed_sta_eth_mac: rows[1]!.device, associated: false, ap_name: 'AP-Bar' });
       for (const r of rows) expect(r.payload.toLowerCase()).not.toMatch(/d8:a1:19|abababab/);
       records = [...records, { msg: { sta_eth_mac: { addr: 'D8:A1:19:0B:7C:2E' }, associated: false }, ts: t + 30 }];
       await env.waitStored(venueId, 3);
 
-      const error = await until('a failed poll report', () => env.reports.find((r) => r.source?.integrationId === wrong.integrationId && r.source.ok === false)?.source?.error);
+      const error = await until(
+        'a failed poll report',
+        () => env.reports.find((r) => r.source?.integrationId === wrong.integrationId && r.source.ok === false)?.source?.error,
+      );
       expect(error).toMatch(/^ALE answered 401 to https:\/\/127\.0\.0\.1:\d+\/api\/v1\/presence: check username and password$/);
       expect(await pollerState(env.api.services.db, central.integrationId)).toBeUndefined();
       expect(runner.owned()).not.toContain(central.integrationId);

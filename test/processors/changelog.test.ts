@@ -18,7 +18,7 @@ const held = new Map<string, string>();
 let slotRecords = 0;
 
 let seed = 11;
-const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
 const pick = (n: number) => Math.floor(random() * n);
 
 async function send(records: ChangelogRecord[]): Promise<void> {
@@ -182,7 +182,10 @@ describe('the changelog layout', () => {
   it('is sent in requests under the default 1 MB a broker takes, in order', () => {
     const layout = new ChangelogLayout();
     const value = Buffer.alloc(1000, 1);
-    const records = layout.write(Array.from({ length: 2000 }, (_, i) => `e${i}`), () => value);
+    const records = layout.write(
+      Array.from({ length: 2000 }, (_, i) => `e${i}`),
+      () => value,
+    );
     const sends = inSends([{ topic: 'changelog', messages: records.map((r) => ({ key: r.key, value: r.value })) }]);
     expect(sends.length).toBeGreaterThan(2);
     for (const send of sends) {

@@ -113,7 +113,11 @@ beforeAll(async () => {
   await migrateClickhouse(chdb.engine, 'default');
   server = createCh(testConfig());
   engines.push(chdb.engine, serverExecutor(server));
-  const reported = toRow(event({ operatorId, venueId, ts: base, type: 'occupancy', metrics: { occupancy: 33 } }), { topic, partition: 1, offset: '0', index: 0 }, { timezone: 'UTC', retentionDays: 365 });
+  const reported = toRow(
+    event({ operatorId, venueId, ts: base, type: 'occupancy', metrics: { occupancy: 33 } }),
+    { topic, partition: 1, offset: '0', index: 0 },
+    { timezone: 'UTC', retentionDays: 365 },
+  );
   await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${JSON.stringify(reported)}`);
   await insertEvents(server, [reported]);
   for (const e of engines) {
@@ -121,7 +125,11 @@ beforeAll(async () => {
     await insert(e, 'derived_visits', visits);
     await insert(e, 'derived_occupancy', points);
     await insert(e, 'connector_health', health);
-    await insert(e, 'derived_zone_occupancy', [point(0, 0), point(5, 3), point(6, 5, 1, 1), point(6, 1, 1, 2)].map((p) => ({ ...p, zone_id: zoneId })));
+    await insert(
+      e,
+      'derived_zone_occupancy',
+      [point(0, 0), point(5, 3), point(6, 5, 1, 1), point(6, 1, 1, 2)].map((p) => ({ ...p, zone_id: zoneId })),
+    );
   }
 });
 
@@ -138,17 +146,31 @@ async function onBoth<T>(statement: ChSql): Promise<T[]> {
 
 describe('the derived tables and queries on current ClickHouse and on 18.16', () => {
   it('read the occupancy key from the derived history (newest version per instant), and a connector count from occupancy_reported', async () => {
-    const plan = { operatorId, venueId, agg: 'SUM' as const, resolution: '1h' as const, fromSec: base / 1000 - 3600, toSec: base / 1000 + 7200, bucketSec: 3600 };
-    const rows = await onBoth<{ key: string; t: number; value: number }>(telemetrySeriesSql({ ...plan, keys: ['occupancy', 'occupancy_reported'] }));
+    const plan = {
+      operatorId,
+      venueId,
+      agg: 'SUM' as const,
+      resolution: '1h' as const,
+      fromSec: base / 1000 - 3600,
+      toSec: base / 1000 + 7200,
+      bucketSec: 3600,
+    };
+    const rows = await onBoth<{ key: string; t: number; value: number }>(
+      telemetrySeriesSql({ ...plan, keys: ['occupancy', 'occupancy_reported'] }),
+    );
     expect(rows.map((r) => [r.key, Number(r.t), Number(r.value)])).toEqual([
       ['occupancy', base / 1000, 12],
       ['occupancy', base / 1000 + 3600, 2],
       ['occupancy_reported', base / 1000, 33],
     ]);
     // One area zone's own history (newest version per instant).
-    const zone = await onBoth<{ key: string; t: number; value: number }>(telemetrySeriesSql({ ...plan, agg: 'MAX', keys: ['occupancy'], zoneId }));
+    const zone = await onBoth<{ key: string; t: number; value: number }>(
+      telemetrySeriesSql({ ...plan, agg: 'MAX', keys: ['occupancy'], zoneId }),
+    );
     expect(zone.map((r) => [r.key, Number(r.t), Number(r.value)])).toEqual([['occupancy', base / 1000, 3]]);
-    const hours = await onBoth<{ t: number; mean: number; last: number; last_at: number }>(occupancyHoursSql({ operatorId, venueId, fromSec: base / 1000 - 3600, toSec: base / 1000 + 7200 }));
+    const hours = await onBoth<{ t: number; mean: number; last: number; last_at: number }>(
+      occupancyHoursSql({ operatorId, venueId, fromSec: base / 1000 - 3600, toSec: base / 1000 + 7200 }),
+    );
     expect(hours.map((r) => [Number(r.t), Number(r.mean), Number(r.last), Number(r.last_at)])).toEqual([
       [base / 1000, 4, 8, base / 1000 + 1200],
       [base / 1000 + 3600, 2, 2, base / 1000 + 4200],
@@ -171,48 +193,93 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
       [zoneId, 4, 1],
     ]);
     // Visits not yet closed at nowMs are not in dwell.
-    const early = await onBoth<{ zone_id: string; bucket: number; visits: number }>(dwellHistogramSql({ operatorId, venueId, ...range, nowMs: base + 1_400_000 }));
+    const early = await onBoth<{ zone_id: string; bucket: number; visits: number }>(
+      dwellHistogramSql({ operatorId, venueId, ...range, nowMs: base + 1_400_000 }),
+    );
     expect(early.map((r) => [r.zone_id, r.bucket, r.visits])).toEqual([
       ['', 0, 2],
       ['', 1, 1],
     ]);
     const [avg] = await onBoth<{ avg_dwell: number }>(averageDwellSql({ operatorId, ...range }));
     expect(avg!.avg_dwell).toBe((100 + 400 + 1000 + 2000 + 10) / 5);
-    const days = await onBoth<{ days: number; devices: number }>(visitDaysSql({ operatorId, venueId, fromDay: '2026-10-01', toDay: '2026-10-31' }));
+    const days = await onBoth<{ days: number; devices: number }>(
+      visitDaysSql({ operatorId, venueId, fromDay: '2026-10-01', toDay: '2026-10-31' }),
+    );
     expect(days.map((r) => [r.days, r.devices])).toEqual([
       [1, 2],
       [2, 1],
     ]);
-    const latest = await onBoth<{ integration_id: string; status: string; has_last_event: number }>(latestHealthSql({ operatorId, integrationIds: [integrationId], sinceSec: 0 }));
+    const latest = await onBoth<{ integration_id: string; status: string; has_last_event: number }>(
+      latestHealthSql({ operatorId, integrationIds: [integrationId], sinceSec: 0 }),
+    );
     expect(latest.map((r) => [r.integration_id, r.status, r.has_last_event])).toEqual([[integrationId, 'healthy', 1]]);
   });
 
   it("answer the portfolio's figures per venue: current occupancy, events and mean dwell in each venue's own window", async () => {
     const elsewhere = randomUUID();
-    const [now] = await onBoth<{ venue_id: string; value: number; at: number }>(venueOccupanciesSql({ operatorId, venueIds: [venueId, elsewhere] }));
+    const [now] = await onBoth<{ venue_id: string; value: number; at: number }>(
+      venueOccupanciesSql({ operatorId, venueIds: [venueId, elsewhere] }),
+    );
     expect([now!.venue_id, Number(now!.value), Number(now!.at)]).toEqual([venueId, 2, base + 1_200_000]);
-    const windows = [{ venueId, fromMs: base - 1000 }, { venueId: elsewhere, fromMs: base - 3_600_000 }];
+    const windows = [
+      { venueId, fromMs: base - 1000 },
+      { venueId: elsewhere, fromMs: base - 3_600_000 },
+    ];
     const events = await onBoth<{ venue_id: string; events: number }>(eventsInWindowsSql({ operatorId, windows, toSec: base / 1000 + 10 }));
     expect(events.map((r) => [r.venue_id, Number(r.events)])).toEqual([[venueId, 1]]);
     // A window starting after the event leaves it out.
-    expect(await onBoth(eventsInWindowsSql({ operatorId, windows: [{ venueId, fromMs: base + 1000 }], toSec: base / 1000 + 10 }))).toEqual([]);
-    const dwell = await onBoth<{ venue_id: string; avg_dwell: number }>(dwellInWindowsSql({ operatorId, windows: [{ venueId, fromMs: base }], nowMs: base + 36_000_000 }));
+    expect(await onBoth(eventsInWindowsSql({ operatorId, windows: [{ venueId, fromMs: base + 1000 }], toSec: base / 1000 + 10 }))).toEqual(
+      [],
+    );
+    const dwell = await onBoth<{ venue_id: string; avg_dwell: number }>(
+      dwellInWindowsSql({ operatorId, windows: [{ venueId, fromMs: base }], nowMs: base + 36_000_000 }),
+    );
     expect(dwell.map((r) => [r.venue_id, Number(r.avg_dwell)])).toEqual([[venueId, (100 + 400 + 1000 + 2000 + 10) / 5]]);
   });
 
   it('cut visits out of raw sightings: a gap over 15 minutes or a departure ends one, passers-by are left out; only devices seen in the marked range', async () => {
     const at = (name: string, minute: number, type: 'device_seen' | 'device_left' = 'device_seen', zone: string | null = null) =>
-      toRow(event({ operatorId, venueId, ts: base + minute * 60_000, type, device: deviceId(name), zoneId: zone }), { topic, partition: 2, offset: String(minute * 10 + name.length), index: 0 }, { timezone: 'UTC', retentionDays: 365 });
+      toRow(
+        event({ operatorId, venueId, ts: base + minute * 60_000, type, device: deviceId(name), zoneId: zone }),
+        { topic, partition: 2, offset: String(minute * 10 + name.length), index: 0 },
+        { timezone: 'UTC', retentionDays: 365 },
+      );
     const v = 'chdb-visitor';
-    const sightings = [at(v, 0, 'device_seen', zoneId), at(v, 5, 'device_seen', zoneId), at(v, 30), at(v, 32), at(v, 33, 'device_left'), at(v, 35), at(v, 51, 'device_seen', zoneId), at('chdb-other', 10), at('chdb-other', 14)];
+    const sightings = [
+      at(v, 0, 'device_seen', zoneId),
+      at(v, 5, 'device_seen', zoneId),
+      at(v, 30),
+      at(v, 32),
+      at(v, 33, 'device_left'),
+      at(v, 35),
+      at(v, 51, 'device_seen', zoneId),
+      at('chdb-other', 10),
+      at('chdb-other', 14),
+    ];
     await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${sightings.map((r) => JSON.stringify(r)).join('\n')}`);
     await insertEvents(server, sightings);
     const visits = async (seenFromMs: number, seenToMs: number) => {
-      const statement = periodVisitsSql({ operatorId, venueId, fromMs: base, toMs: base + 50 * 60_000, seenFromMs, seenToMs, gapMs: 900_000, minDwellMs: 120_000, minSightings: 2 });
+      const statement = periodVisitsSql({
+        operatorId,
+        venueId,
+        fromMs: base,
+        toMs: base + 50 * 60_000,
+        seenFromMs,
+        seenToMs,
+        gapMs: 900_000,
+        minDwellMs: 120_000,
+        minSightings: 2,
+      });
       // 18.16 quotes 64-bit integers in JSON, current ClickHouse does not.
       const [current, old] = await Promise.all(
         engines.map(async (e) =>
-          (await e.query<Record<string, string | number>>(statement.text)).map((x) => [x.zone_id, Number(x.start_ms) - base, Number(x.end_ms) - base, Number(x.closes_ms) - base, Number(x.sightings)]),
+          (await e.query<Record<string, string | number>>(statement.text)).map((x) => [
+            x.zone_id,
+            Number(x.start_ms) - base,
+            Number(x.end_ms) - base,
+            Number(x.closes_ms) - base,
+            Number(x.sightings),
+          ]),
         ),
       );
       expect(current, 'chdb and 18.16 agree').toEqual(old);
@@ -232,7 +299,10 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
   it('partition the derived tables for the retention job', async () => {
     const parts = await engines[0]!.query<{ table: string; partition_id: string }>(activePartitionsSql().text);
     for (const table of ['occupancy_updates', 'connector_health', 'derived_visits', 'derived_occupancy']) {
-      expect(parts.some((p) => p.table === table && /^365-\d{6,8}$/.test(p.partition_id)), table).toBe(true);
+      expect(
+        parts.some((p) => p.table === table && /^365-\d{6,8}$/.test(p.partition_id)),
+        table,
+      ).toBe(true);
     }
   });
 });

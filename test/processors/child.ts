@@ -19,12 +19,10 @@ const kafka = createKafka(cfg, log, `crash-child-${process.pid}`);
 const db = createDb(cfg, 2, log);
 const events = `${prefix}.events.v1`;
 const derived = derivedTopicNames(prefix);
-const processors = [
-  createOccupancyProcessor({ venues: new VenueInfos(db), inputTopic: events, outputTopic: derived.occupancy }),
-] as Array<Processor<unknown>>;
-const runtimes = processors.map(
-  (p) => new ProcessorRuntime(p, { kafka, log, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300 }),
-);
+const processors = [createOccupancyProcessor({ venues: new VenueInfos(db), inputTopic: events, outputTopic: derived.occupancy })] as Array<
+  Processor<unknown>
+>;
+const runtimes = processors.map((p) => new ProcessorRuntime(p, { kafka, log, prefix, partitions: cfg.KAFKA_PARTITIONS, tickMs: 300 }));
 for (const rt of runtimes) await rt.start();
 process.stdout.write('started\n');
 process.on('SIGTERM', () => {

@@ -18,7 +18,12 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function setUp(): Promise<{ h: ProcHarness; entry: (i: number) => Promise<void>; zoneValues: () => Promise<number[]>; committed: () => Promise<number> }> {
+async function setUp(): Promise<{
+  h: ProcHarness;
+  entry: (i: number) => Promise<void>;
+  zoneValues: () => Promise<number[]>;
+  committed: () => Promise<number>;
+}> {
   const harness = (h = await openProcHarness());
   const venue = await newVenue(harness.db, { zones: [{ slug: 'hall', type: 'area', capacity: 100 }] });
   const hall = venue.zones.hall!;
@@ -26,9 +31,22 @@ async function setUp(): Promise<{ h: ProcHarness; entry: (i: number) => Promise<
   return {
     h: harness,
     entry: (i) =>
-      produce(harness, [event({ operatorId: venue.operatorId, venueId: venue.venueId, ts: t + i * 1000, type: 'entry', zoneId: hall, connectorType: 'density', metrics: { entries: 1 } })]),
+      produce(harness, [
+        event({
+          operatorId: venue.operatorId,
+          venueId: venue.venueId,
+          ts: t + i * 1000,
+          type: 'entry',
+          zoneId: hall,
+          connectorType: 'density',
+          metrics: { entries: 1 },
+        }),
+      ]),
     zoneValues: async () =>
-      (await readAll(harness, harness.derived.occupancy, 1000)).map((m) => decodeOccupancyUpdate(m.value)).filter((u) => u.zoneId === hall).map((u) => u.value),
+      (await readAll(harness, harness.derived.occupancy, 1000))
+        .map((m) => decodeOccupancyUpdate(m.value))
+        .filter((u) => u.zoneId === hall)
+        .map((u) => u.value),
     committed: async () => {
       const [group] = await harness.admin.fetchOffsets({ groupId: `${harness.prefix}.proc.occupancy`, topics: [harness.topics.events] });
       return group!.partitions.reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
@@ -49,7 +67,11 @@ const runtimeOf = (harness: ProcHarness, processor: Processor<OccupancyState>, c
 describe('the commit interval of a stream processor', () => {
   it('holds the batches within it uncommitted and unseen downstream, and commits them in one transaction (here at shutdown)', async () => {
     const { h, entry, zoneValues, committed } = await setUp();
-    const rt = runtimeOf(h, createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy }), 120_000);
+    const rt = runtimeOf(
+      h,
+      createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy }),
+      120_000,
+    );
     await rt.start();
     for (let i = 0; i < 6; i++) {
       await entry(i);
@@ -68,7 +90,11 @@ describe('the commit interval of a stream processor', () => {
 
   it('commits on its own once the interval has passed', async () => {
     const { h, entry, zoneValues } = await setUp();
-    const rt = runtimeOf(h, createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy }), 300);
+    const rt = runtimeOf(
+      h,
+      createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy }),
+      300,
+    );
     await rt.start();
     try {
       for (let i = 0; i < 3; i++) await entry(i);
@@ -81,7 +107,11 @@ describe('the commit interval of a stream processor', () => {
 
   it('after a failed batch, reads the partition again from its last commit, so nothing held before the failure is lost or doubled', async () => {
     const { h, entry, zoneValues, committed } = await setUp();
-    const occupancy = createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy });
+    const occupancy = createOccupancyProcessor({
+      venues: new VenueInfos(h.db),
+      inputTopic: h.topics.events,
+      outputTopic: h.derived.occupancy,
+    });
     let failed = 0;
     // Fails once, on the fourth message, while the first three are processed and held, not committed.
     const flaky: Processor<OccupancyState> = {

@@ -35,7 +35,8 @@ const sortedValues = (ms: Array<{ value: Buffer | null }>) => ms.map((m) => m.va
 /** The uninterrupted run's outputs, per output topic. */
 const reference: Record<string, string[]> = {};
 
-const exited = (child: ChildProcess) => new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on('exit', () => resolve())));
+const exited = (child: ChildProcess) =>
+  new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on('exit', () => resolve())));
 
 async function committed(admin: Admin, groupId: string, topic: string): Promise<number> {
   const [group] = await admin.fetchOffsets({ groupId, topics: [topic] });
@@ -62,7 +63,13 @@ beforeAll(async () => {
   const start = Math.floor((now - 8 * HOUR) / MINUTE) * MINUTE;
   const events: CanonicalEvent[] = [];
   for (let v = 0; v < 6; v++) {
-    const venue = await newVenue(clean.db, { resetHour, zones: [{ slug: 'door', type: 'entrance' }, { slug: 'hall', type: 'area', capacity: 80 }] });
+    const venue = await newVenue(clean.db, {
+      resetHour,
+      zones: [
+        { slug: 'door', type: 'entrance' },
+        { slug: 'hall', type: 'area', capacity: 80 },
+      ],
+    });
     for (let i = 0; i < 5000; i++) {
       const ts = start + Math.floor((i * 7 * HOUR) / 5000) + (i % 3) * 20_000;
       const base = { operatorId: venue.operatorId, venueId: venue.venueId, ts };
@@ -74,10 +81,24 @@ beforeAll(async () => {
           events.push(event({ ...base, type: 'exit', zoneId: i % 2 ? venue.zones.door! : null, metrics: { exits: 1 + (i % 4) } }));
           break;
         case 2:
-          events.push(event({ ...base, type: i % 7 === 0 ? 'occupancy' : 'entry', zoneId: venue.zones.hall!, metrics: i % 7 === 0 ? { occupancy: i % 60 } : { entries: 1 } }));
+          events.push(
+            event({
+              ...base,
+              type: i % 7 === 0 ? 'occupancy' : 'entry',
+              zoneId: venue.zones.hall!,
+              metrics: i % 7 === 0 ? { occupancy: i % 60 } : { entries: 1 },
+            }),
+          );
           break;
         default:
-          events.push(event({ ...base, type: 'device_seen', device: deviceId(`dev-${v}-${Math.floor(i / 40) % 90}`), zoneId: i % 4 ? venue.zones.hall! : null }));
+          events.push(
+            event({
+              ...base,
+              type: 'device_seen',
+              device: deviceId(`dev-${v}-${Math.floor(i / 40) % 90}`),
+              zoneId: i % 4 ? venue.zones.hall! : null,
+            }),
+          );
       }
     }
   }
@@ -125,16 +146,26 @@ describe('a second instance joining mid-stream', () => {
     const h = shared;
     const start = () =>
       Promise.all(
-        [
-          createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy }),
-        ].map(async (p) => {
-          const rt = new ProcessorRuntime(p as Processor<unknown>, { kafka: h.kafka, log: h.log, prefix: h.prefix, partitions: h.cfg.KAFKA_PARTITIONS, tickMs: 300 });
-          await rt.start();
-          return rt;
-        }),
+        [createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy })].map(
+          async (p) => {
+            const rt = new ProcessorRuntime(p as Processor<unknown>, {
+              kafka: h.kafka,
+              log: h.log,
+              prefix: h.prefix,
+              partitions: h.cfg.KAFKA_PARTITIONS,
+              tickMs: 300,
+            });
+            await rt.start();
+            return rt;
+          },
+        ),
       );
     const first = await start();
-    await waitFor('some batches committed', async () => (await committed(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events)) > 0, 60_000);
+    await waitFor(
+      'some batches committed',
+      async () => (await committed(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events)) > 0,
+      60_000,
+    );
     const second = await start();
     try {
       await committedToEnd(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events, 120_000);
@@ -155,15 +186,29 @@ describe('a second instance joining mid-stream', () => {
 describe('a member that lost a partition and has not noticed yet', () => {
   it('can no longer commit for it once the new owner took the partition, and the owner outputs exactly once', async () => {
     const h = fencedOut;
-    const processor = createOccupancyProcessor({ venues: new VenueInfos(h.db), inputTopic: h.topics.events, outputTopic: h.derived.occupancy });
-    const rt = new ProcessorRuntime(processor as Processor<unknown>, { kafka: h.kafka, log: h.log, prefix: h.prefix, partitions: h.cfg.KAFKA_PARTITIONS, tickMs: 300 });
+    const processor = createOccupancyProcessor({
+      venues: new VenueInfos(h.db),
+      inputTopic: h.topics.events,
+      outputTopic: h.derived.occupancy,
+    });
+    const rt = new ProcessorRuntime(processor as Processor<unknown>, {
+      kafka: h.kafka,
+      log: h.log,
+      prefix: h.prefix,
+      partitions: h.cfg.KAFKA_PARTITIONS,
+      tickMs: 300,
+    });
     // The previous owner of every partition, each in the middle of a transaction that wrote an output.
     const previous = await Promise.all(
       Array.from({ length: h.cfg.KAFKA_PARTITIONS }, async (_, p) => {
         const producer = h.kafka.producer({ transactionalId: `${rt.group}.p${p}`, idempotent: true, maxInFlightRequests: 1 });
         await producer.connect();
         const txn = await producer.transaction();
-        await txn.send({ topic: h.derived.occupancy, acks: -1, messages: [{ partition: p, key: 'stale', value: 'from the previous owner' }] });
+        await txn.send({
+          topic: h.derived.occupancy,
+          acks: -1,
+          messages: [{ partition: p, key: 'stale', value: 'from the previous owner' }],
+        });
         return { producer, txn };
       }),
     );

@@ -29,7 +29,9 @@ export interface ProcHarness {
   close(): Promise<void>;
 }
 
-export async function openProcHarness(prefix = `${testConfig().KAFKA_TOPIC_PREFIX}.proc-${randomUUID().slice(0, 8)}`): Promise<ProcHarness> {
+export async function openProcHarness(
+  prefix = `${testConfig().KAFKA_TOPIC_PREFIX}.proc-${randomUUID().slice(0, 8)}`,
+): Promise<ProcHarness> {
   const cfg = testConfig();
   const log = createLogger('proc-test', cfg.LOG_LEVEL);
   const kafka = createKafka(cfg, log, `proc-test-${randomUUID().slice(0, 8)}`);
@@ -67,7 +69,10 @@ export async function newVenue(
   db: Db,
   opts: { timezone?: string; resetHour?: number; zones?: Array<{ slug: string; type: string; capacity?: number }>; plan?: string } = {},
 ): Promise<{ operatorId: string; venueId: string; zones: Record<string, string> }> {
-  const op = await one<{ id: string }>(db, sql`INSERT INTO operators (name, email, plan) VALUES ('proc test', 'proc@example.com', ${opts.plan ?? 'pro'}) RETURNING id`);
+  const op = await one<{ id: string }>(
+    db,
+    sql`INSERT INTO operators (name, email, plan) VALUES ('proc test', 'proc@example.com', ${opts.plan ?? 'pro'}) RETURNING id`,
+  );
   const v = await one<{ id: string }>(
     db,
     sql`INSERT INTO venues (operator_id, name, timezone, occupancy_reset_hour) VALUES (${op!.id}, 'proc venue', ${opts.timezone ?? 'UTC'}, ${opts.resetHour ?? 4}) RETURNING id`,
@@ -86,11 +91,20 @@ export async function newVenue(
 /** Publishes in order, keyed by venue (as ingest does). */
 export async function produce(h: ProcHarness, events: CanonicalEvent[]): Promise<void> {
   for (let i = 0; i < events.length; i += 500) {
-    await h.producer.send({ topic: h.topics.events, acks: -1, messages: events.slice(i, i + 500).map((e) => ({ key: e.venueId, ...encodeEventMessages([e])[0]! })) });
+    await h.producer.send({
+      topic: h.topics.events,
+      acks: -1,
+      messages: events.slice(i, i + 500).map((e) => ({ key: e.venueId, ...encodeEventMessages([e])[0]! })),
+    });
   }
 }
 
-export function startProcessors(h: ProcHarness, only: Array<'occupancy' | 'health'>, tickMs = 300, outputBatchMs?: number): Promise<RunningProcessors> {
+export function startProcessors(
+  h: ProcHarness,
+  only: Array<'occupancy' | 'health'>,
+  tickMs = 300,
+  outputBatchMs?: number,
+): Promise<RunningProcessors> {
   return runProcessors({
     kafka: h.kafka,
     db: h.db,

@@ -23,21 +23,33 @@ let theirs: Awaited<ReturnType<typeof newVenue>>;
 const ids: Record<string, string> = {};
 
 async function integration(venueId: string, type: string): Promise<string> {
-  return (await one<{ id: string }>(h.db, sql`INSERT INTO integrations (venue_id, connector_type) VALUES (${venueId}, ${type}) RETURNING id`))!.id;
+  return (await one<{ id: string }>(
+    h.db,
+    sql`INSERT INTO integrations (venue_id, connector_type) VALUES (${venueId}, ${type}) RETURNING id`,
+  ))!.id;
 }
 
 const at = () => new Date().toISOString();
 const send = (operatorId: string, venueId: string, connectorType: 'meraki' | 'density' | 'verkada', events: unknown[]) =>
   ingestBatch(deps, { operator: { id: operatorId, plan: 'pro', billingAnchor: new Date() }, venueId, connectorType, events });
 
-const changes = async (): Promise<ConnectorHealthChange[]> => (await readAll(h, h.derived.connectorHealth, 500)).map((m) => decodeConnectorHealthChange(m.value));
+const changes = async (): Promise<ConnectorHealthChange[]> =>
+  (await readAll(h, h.derived.connectorHealth, 500)).map((m) => decodeConnectorHealthChange(m.value));
 
 beforeAll(async () => {
   h = await openProcHarness();
   redis = createRedis(h.cfg);
   await redis.connect();
   publisher = createPublisher(h.kafka, h.log);
-  deps = { db: h.db, publisher, topic: h.topics.events, reportsTopic: h.derived.ingestReports, pseudonyms: new Pseudonyms(h.cfg.PSEUDONYM_KEY), throughput: new Throughput(redis), log: h.log };
+  deps = {
+    db: h.db,
+    publisher,
+    topic: h.topics.events,
+    reportsTopic: h.derived.ingestReports,
+    pseudonyms: new Pseudonyms(h.cfg.PSEUDONYM_KEY),
+    throughput: new Throughput(redis),
+    log: h.log,
+  };
   mine = await newVenue(h.db);
   theirs = await newVenue(h.db);
   ids.meraki = await integration(mine.venueId, 'meraki');
@@ -76,9 +88,17 @@ describe('heartbeats at ingest', () => {
 describe('connector health', () => {
   it('grades each active integration from its last sign of life and its rejection rate, grouped by type and status', async () => {
     // With the two heartbeats refused above: 2 of 56 meraki events rejected (under 5%).
-    const seen = Array.from({ length: 50 }, (_, i) => ({ type: 'device_seen', timestamp: at(), payload: { clientMac: `3C:22:FB:1A:2B:${(16 + i).toString(16)}`, rssi: 40 } }));
+    const seen = Array.from({ length: 50 }, (_, i) => ({
+      type: 'device_seen',
+      timestamp: at(),
+      payload: { clientMac: `3C:22:FB:1A:2B:${(16 + i).toString(16)}`, rssi: 40 },
+    }));
     expect((await send(mine.operatorId, mine.venueId, 'meraki', seen)).result.accepted).toBe(50);
-    const good = Array.from({ length: 10 }, () => ({ type: 'entry', timestamp: at(), payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: 1, count: 3 } }));
+    const good = Array.from({ length: 10 }, () => ({
+      type: 'entry',
+      timestamp: at(),
+      payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: 1, count: 3 },
+    }));
     const bad = Array.from({ length: 15 }, () => ({ type: 'visit', timestamp: at(), payload: {} }));
     expect((await send(mine.operatorId, mine.venueId, 'density', [...good, ...bad])).result).toMatchObject({ accepted: 10, rejected: 15 });
 
@@ -93,7 +113,12 @@ describe('connector health', () => {
     ]);
     expect(Date.now() - Date.parse(groups.connectors[0]!.lastEventAt!)).toBeLessThan(60_000);
     const first = await changes();
-    expect(first.filter((c) => c.previous === null).map((c) => [c.integrationId, c.status]).sort()).toEqual(
+    expect(
+      first
+        .filter((c) => c.previous === null)
+        .map((c) => [c.integrationId, c.status])
+        .sort(),
+    ).toEqual(
       [
         [ids.meraki, 'healthy'],
         [ids.density, 'degraded'],
@@ -104,8 +129,16 @@ describe('connector health', () => {
   });
 
   it('emits a transition when an integration comes to life', async () => {
-    expect((await send(mine.operatorId, mine.venueId, 'verkada', [{ type: 'heartbeat', timestamp: at(), payload: { integration_id: ids.verkada } }])).result.accepted).toBe(1);
-    const change = await waitFor('verkada healthy', async () => (await changes()).find((c) => c.integrationId === ids.verkada && c.status === 'healthy'));
+    expect(
+      (
+        await send(mine.operatorId, mine.venueId, 'verkada', [
+          { type: 'heartbeat', timestamp: at(), payload: { integration_id: ids.verkada } },
+        ])
+      ).result.accepted,
+    ).toBe(1);
+    const change = await waitFor('verkada healthy', async () =>
+      (await changes()).find((c) => c.integrationId === ids.verkada && c.status === 'healthy'),
+    );
     expect(change).toMatchObject({ previous: 'waiting', connectorType: 'verkada', venueId: mine.venueId, operatorId: mine.operatorId });
   });
 
@@ -124,24 +157,43 @@ describe('connector health', () => {
     expect(healthOf('meraki', now, 10, 5, now).status).toBe('healthy');
     expect(healthOf('meraki', null, 0, 0, now).status).toBe('offline');
     // A new integration: waiting (no alarm) for its first 10 intervals, then offline.
-    expect(healthOf('meraki', null, 0, 0, now, undefined, now - 9 * 60_000)).toEqual({ status: 'waiting', rate: 0, reason: 'waiting for its first data (created 540 s ago)' });
+    expect(healthOf('meraki', null, 0, 0, now, undefined, now - 9 * 60_000)).toEqual({
+      status: 'waiting',
+      rate: 0,
+      reason: 'waiting for its first data (created 540 s ago)',
+    });
     expect(healthOf('meraki', null, 0, 0, now, undefined, now - 11 * 60_000).status).toBe('offline');
     expect(healthOf('verkada', null, 0, 0, now, undefined, now - 2 * 3_600_000).status).toBe('waiting');
   });
 });
 
 describe('health from the vendor link', () => {
-  const link = (over: Partial<LinkRecord>): LinkRecord => ({ link: 'poll', okAt: null, error: null, failures: 0, taken: 0, failed: 0, ...over });
+  const link = (over: Partial<LinkRecord>): LinkRecord => ({
+    link: 'poll',
+    okAt: null,
+    error: null,
+    failures: 0,
+    taken: 0,
+    failed: 0,
+    ...over,
+  });
 
   it('names the vendor error once a link failed three times in a row, and recovers on the next success', async () => {
     const unifi = await integration(theirs.venueId, 'unifi');
-    const integrationRef = { id: unifi, venueId: theirs.venueId, connectorType: 'unifi' as const, operator: { id: theirs.operatorId, plan: 'pro' as const, billingAnchor: new Date() } };
+    const integrationRef = {
+      id: unifi,
+      venueId: theirs.venueId,
+      connectorType: 'unifi' as const,
+      operator: { id: theirs.operatorId, plan: 'pro' as const, billingAnchor: new Date() },
+    };
     const reports = { publisher, reportsTopic: h.derived.ingestReports, log: h.log };
     // A poll that answered, then a controller refusing the login.
     await reportSourceOutcome(reports, integrationRef, { link: 'poll', ok: true });
     const error = 'controller answered 401 to login: check username and password';
     for (let i = 0; i < 3; i++) await reportSourceOutcome(reports, integrationRef, { link: 'poll', ok: false, error });
-    const degraded = await waitFor('unifi degraded', async () => (await changes()).find((c) => c.integrationId === unifi && c.status === 'degraded'));
+    const degraded = await waitFor('unifi degraded', async () =>
+      (await changes()).find((c) => c.integrationId === unifi && c.status === 'degraded'),
+    );
     expect(degraded.reason).toBe(`polls failing (3 in a row): ${error}`);
     expect(degraded.operatorId).toBe(theirs.operatorId);
     const groups = await connectorHealth(h, theirs.operatorId);
@@ -150,7 +202,9 @@ describe('health from the vendor link', () => {
     expect((await connectorHealth(h, mine.operatorId)).connectors.some((c) => c.type === 'unifi')).toBe(false);
 
     await reportSourceOutcome(reports, integrationRef, { link: 'poll', ok: true });
-    const healthy = await waitFor('unifi healthy again', async () => (await changes()).find((c) => c.integrationId === unifi && c.status === 'healthy' && c.previous === 'degraded'));
+    const healthy = await waitFor('unifi healthy again', async () =>
+      (await changes()).find((c) => c.integrationId === unifi && c.status === 'healthy' && c.previous === 'degraded'),
+    );
     expect(healthy.reason).toBe('ok');
   });
 
@@ -165,14 +219,23 @@ describe('health from the vendor link', () => {
     });
     expect(healthOf('unifi', now, 0, 0, now, link({ okAt: now - 60_000, failures: 2, error: 'x' })).status).toBe('healthy');
     // A new integration with a wrong password shows it within its grace.
-    expect(healthOf('unifi', null, 0, 0, now, link({ failures: 3, error: 'login refused' }), now - 60_000).reason).toBe('polls failing (3 in a row): login refused');
-    expect(healthOf('meraki', now, 50, 0, now, link({ link: 'webhook', okAt: now, failures: 3, error: 'secret does not match' })).reason).toBe(
-      'webhook deliveries refused (3 in a row): secret does not match',
+    expect(healthOf('unifi', null, 0, 0, now, link({ failures: 3, error: 'login refused' }), now - 60_000).reason).toBe(
+      'polls failing (3 in a row): login refused',
     );
+    expect(
+      healthOf('meraki', now, 50, 0, now, link({ link: 'webhook', okAt: now, failures: 3, error: 'secret does not match' })).reason,
+    ).toBe('webhook deliveries refused (3 in a row): secret does not match');
     // One AP of twenty posting with an old secret.
-    expect(healthOf('meraki', now, 500, 0, now, link({ link: 'webhook', okAt: now, taken: 19, failed: 1, error: 'secret does not match', failures: 1 })).reason).toBe(
-      '5% of webhook deliveries failed; last delivery error: secret does not match',
-    );
+    expect(
+      healthOf(
+        'meraki',
+        now,
+        500,
+        0,
+        now,
+        link({ link: 'webhook', okAt: now, taken: 19, failed: 1, error: 'secret does not match', failures: 1 }),
+      ).reason,
+    ).toBe('5% of webhook deliveries failed; last delivery error: secret does not match');
     // Silence beats a stale error, and keeps it in the reason.
     expect(healthOf('unifi', now - 20 * 60_000, 0, 0, now, link({ okAt: now - 20 * 60_000, failures: 1, error: 'HTTP 502' })).reason).toBe(
       'silent for 1200 s; last poll error: HTTP 502',

@@ -81,7 +81,13 @@ function eventOf(f: Flow, n: number, receivedAt?: number): CanonicalEvent {
   const venueId = f.scope === 'b' ? B : A;
   const ts = (f.scope === 'b' ? B0 : A0) + f.minute * MINUTE + f.ms;
   const metrics =
-    f.kind === 'entry' ? { entries: f.amount } : f.kind === 'exit' ? { exits: f.amount } : f.kind === 'density' ? { entries: 1, occupancy: f.amount } : { occupancy: f.amount };
+    f.kind === 'entry'
+      ? { entries: f.amount }
+      : f.kind === 'exit'
+        ? { exits: f.amount }
+        : f.kind === 'density'
+          ? { entries: 1, occupancy: f.amount }
+          : { occupancy: f.amount };
   return {
     id: idOf(n, f.derived),
     operatorId: OPERATOR,
@@ -110,7 +116,8 @@ const periodOf = (e: CanonicalEvent) => {
   return Math.floor((e.ts - h) / DAY) * DAY + h;
 };
 const absoluteOf = (e: CanonicalEvent) => e.metrics.occupancy !== undefined;
-const amountOf = (e: CanonicalEvent) => (absoluteOf(e) ? e.metrics.occupancy! : e.type === 'entry' ? e.metrics.entries! : -e.metrics.exits!);
+const amountOf = (e: CanonicalEvent) =>
+  absoluteOf(e) ? e.metrics.occupancy! : e.type === 'entry' ? e.metrics.entries! : -e.metrics.exits!;
 
 function expectedFigures(deliveries: CanonicalEvent[]): Map<string, number> {
   const byScope = new Map<string, Map<string, CanonicalEvent>>();
@@ -175,7 +182,11 @@ function expectedUnreflected(deliveries: CanonicalEvent[]): Record<string, numbe
  * active severity is the highest level the final figure reaches, or a higher one it is within 5
  * points of; the alarm rule's own evaluation (occupancySeverity) gives the path's result.
  */
-const LEVELS = [['WARNING', 80], ['MAJOR', 90], ['CRITICAL', 100]] as const;
+const LEVELS = [
+  ['WARNING', 80],
+  ['MAJOR', 90],
+  ['CRITICAL', 100],
+] as const;
 function acceptableSeverities(percent: number): Array<string | null> {
   const reached = LEVELS.filter(([, at]) => percent >= at).map(([s]) => s);
   const highest = reached[reached.length - 1] ?? null;
@@ -202,15 +213,16 @@ function prng(seed: number): () => number {
 /** Requests (one message each) in batches, as the runtime hands them to `process`. */
 function deliver(deliveries: CanonicalEvent[], random: () => number, maxRequest = 12, maxBatch = 6): InputMessage[][] {
   const messages: InputMessage[] = [];
-  for (let i = 0; i < deliveries.length; ) {
+  for (let i = 0; i < deliveries.length;) {
     const n = 1 + Math.floor(random() * maxRequest);
     // Received within its own day: how late it comes is the delivery order's business here.
     const request = deliveries.slice(i, i + n).map((e) => ({ ...e, receivedAt: e.ts }));
-    for (const m of encodeEventMessages(request)) messages.push({ topic: 'events', partition: 0, offset: String(messages.length), value: m.value, headers: m.headers });
+    for (const m of encodeEventMessages(request))
+      messages.push({ topic: 'events', partition: 0, offset: String(messages.length), value: m.value, headers: m.headers });
     i += n;
   }
   const batches: InputMessage[][] = [];
-  for (let i = 0; i < messages.length; ) {
+  for (let i = 0; i < messages.length;) {
     const n = 1 + Math.floor(random() * maxBatch);
     batches.push(messages.slice(i, i + n));
     i += n;
@@ -240,7 +252,8 @@ class Run {
       outputTopic: 'occupancy',
       venues: lookup,
       maxPeriodFlows,
-      unreflected: (venueId: string, reason: UnreflectedReason, count: number) => (this.reports[`${venueId}|${reason}`] = (this.reports[`${venueId}|${reason}`] ?? 0) + count),
+      unreflected: (venueId: string, reason: UnreflectedReason, count: number) =>
+        (this.reports[`${venueId}|${reason}`] = (this.reports[`${venueId}|${reason}`] ?? 0) + count),
     });
     this.state = this.proc.createState();
   }
@@ -337,7 +350,10 @@ describe('occupancy processor, exact live figure (no engines)', () => {
           // Spread over hours (many chunks, some of the day before), or crowded into a few minutes (long chunks, re-folded from their checkpoints).
           fc.array(flowArb({ min: -40, max: 200 }), { minLength: 1, maxLength: 160, size: 'max' }),
           fc.array(flowArb({ min: -1, max: 2 }), { minLength: 100, maxLength: 500, size: 'max' }),
-          fc.array(flowArb({ min: 0, max: 1 }).map((f) => ({ ...f, scope: 'hall' as const })), { minLength: 150, maxLength: 600, size: 'max' }),
+          fc.array(
+            flowArb({ min: 0, max: 1 }).map((f) => ({ ...f, scope: 'hall' as const })),
+            { minLength: 150, maxLength: 600, size: 'max' },
+          ),
         ),
         fc.integer({ min: 0, max: 2 }),
         fc.integer(),
@@ -360,7 +376,10 @@ describe('occupancy processor, exact live figure (no engines)', () => {
           for (const u of run.updates) expect(u.value).toBeGreaterThanOrEqual(0);
           // The zone alarm the hall's updates leave, through the alarm rule, is one the true figure justifies.
           const hall = expectedFigures(deliveries).get(`${A}|${HALL}`);
-          if (hall !== undefined) expect(acceptableSeverities((hall / 40) * 100), `hall at ${hall} of 40`).toContain(alarmAfter(run.updates.filter((u) => u.zoneId === HALL)));
+          if (hall !== undefined)
+            expect(acceptableSeverities((hall / 40) * 100), `hall at ${hall} of 40`).toContain(
+              alarmAfter(run.updates.filter((u) => u.zoneId === HALL)),
+            );
           // Per scope, update times never go back.
           const last = new Map<string, number>();
           for (const u of run.updates) {
@@ -389,9 +408,15 @@ describe('occupancy processor, exact live figure (no engines)', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
-          fc.array(flowArb({ min: 0, max: 30 }).map((f) => ({ ...f, derived: false, copies: 0 })), { minLength: 1, maxLength: 200, size: 'max' }),
+          fc.array(
+            flowArb({ min: 0, max: 30 }).map((f) => ({ ...f, derived: false, copies: 0 })),
+            { minLength: 1, maxLength: 200, size: 'max' },
+          ),
           // Crowded: the newest chunk itself keeps only its effect, and flows go on being appended to it.
-          fc.array(flowArb({ min: 0, max: 2 }).map((f) => ({ ...f, derived: false, copies: 0 })), { minLength: 1, maxLength: 200, size: 'max' }),
+          fc.array(
+            flowArb({ min: 0, max: 2 }).map((f) => ({ ...f, derived: false, copies: 0 })),
+            { minLength: 1, maxLength: 200, size: 'max' },
+          ),
         ),
         fc.constantFrom(3, 8),
         fc.integer(),
@@ -424,7 +449,8 @@ describe('occupancy processor, exact live figure (no engines)', () => {
 
   it('applies a flow landing inside a chunk that kept only its effect at that chunk’s end, and reports it approximated', async () => {
     const run = new Run(3);
-    const at = (minute: number, ms: number, kind: Flow['kind'], amount: number, n: number) => eventOf({ scope: 'b', kind, amount, minute, ms, derived: false, copies: 0 }, n);
+    const at = (minute: number, ms: number, kind: Flow['kind'], amount: number, n: number) =>
+      eventOf({ scope: 'b', kind, amount, minute, ms, derived: false, copies: 0 }, n);
     // Minute 0: +2, −2, +1 (held, then dropped once minute 1 brings the scope over 3 flows).
     const early = [at(0, 1_000, 'entry', 2, 1), at(0, 2_000, 'exit', 2, 2), at(0, 3_000, 'entry', 1, 3)];
     const later = [at(1, 0, 'entry', 1, 4), at(1, 1_000, 'entry', 1, 5)];
@@ -451,10 +477,17 @@ describe('occupancy processor, exact live figure (no engines)', () => {
   it('keeps every changelog entry under the broker’s 1 MB: a chunk too large for one keeps only its effect', async () => {
     const run = new Run();
     // 40,000 entries with derived ids in one minute: 16 bytes of id each.
-    const events = Array.from({ length: 40_000 }, (_, i) => eventOf({ scope: 'hall', kind: 'entry', amount: 1, minute: 3, ms: Math.floor(i * 1.5), derived: true, copies: 0 }, i, A0 + 4 * MINUTE));
+    const events = Array.from({ length: 40_000 }, (_, i) =>
+      eventOf(
+        { scope: 'hall', kind: 'entry', amount: 1, minute: 3, ms: Math.floor(i * 1.5), derived: true, copies: 0 },
+        i,
+        A0 + 4 * MINUTE,
+      ),
+    );
     const messages: InputMessage[] = [];
     for (let i = 0; i < events.length; i += 1000) {
-      for (const m of encodeEventMessages(events.slice(i, i + 1000))) messages.push({ topic: 'events', partition: 0, offset: String(messages.length), value: m.value, headers: m.headers });
+      for (const m of encodeEventMessages(events.slice(i, i + 1000)))
+        messages.push({ topic: 'events', partition: 0, offset: String(messages.length), value: m.value, headers: m.headers });
     }
     for (let i = 0; i < messages.length; i += 4) await run.process(messages.slice(i, i + 4));
     expect(Math.max(...run.changelog.map(([, v]) => v?.length ?? 0))).toBeLessThan(600_000);
@@ -469,7 +502,8 @@ describe('occupancy processor, exact live figure (no engines)', () => {
 
   it('emits the figure before a reset, the reset, then the figure after, within one request', async () => {
     const run = new Run();
-    const f = (minute: number, kind: Flow['kind'], amount: number, n: number, scope: ScopeName = 'a') => eventOf({ scope, kind, amount, minute, ms: 0, derived: false, copies: 0 }, n);
+    const f = (minute: number, kind: Flow['kind'], amount: number, n: number, scope: ScopeName = 'a') =>
+      eventOf({ scope, kind, amount, minute, ms: 0, derived: false, copies: 0 }, n);
     for (const batch of deliver([f(10, 'entry', 3, 1), f(20, 'entry', 2, 2)], prng(1), 1, 1)) await run.process(batch);
     // One request: an exit of today, an entry of tomorrow (after 04:00), an entry of today (now an earlier day).
     const request = [f(30, 'exit', 1, 3), f(24 * 60 + 5, 'entry', 7, 4), f(40, 'entry', 1, 5)];
@@ -483,14 +517,24 @@ describe('occupancy processor, exact live figure (no engines)', () => {
     ]);
     expect(run.reports).toEqual({ [`${A}|earlier_day`]: 1 });
     // The previous period's chunks are deleted.
-    expect(run.changelog.filter(([k, v]) => k.includes('|#') && v === null).map(([k]) => k).sort()).toEqual(
-      [`${A}||#${Math.floor((A0 + 10 * MINUTE) / MINUTE)}`, `${A}||#${Math.floor((A0 + 20 * MINUTE) / MINUTE)}`, `${A}||#${Math.floor((A0 + 30 * MINUTE) / MINUTE)}`].sort(),
+    expect(
+      run.changelog
+        .filter(([k, v]) => k.includes('|#') && v === null)
+        .map(([k]) => k)
+        .sort(),
+    ).toEqual(
+      [
+        `${A}||#${Math.floor((A0 + 10 * MINUTE) / MINUTE)}`,
+        `${A}||#${Math.floor((A0 + 20 * MINUTE) / MINUTE)}`,
+        `${A}||#${Math.floor((A0 + 30 * MINUTE) / MINUTE)}`,
+      ].sort(),
     );
   });
 
   it('moves a quiet scope to the next period on the wall clock only once caught up; later events of the old period are an earlier day', async () => {
     const run = new Run();
-    const f = (minute: number, amount: number, n: number) => eventOf({ scope: 'hall', kind: 'entry', amount, minute, ms: 0, derived: false, copies: 0 }, n);
+    const f = (minute: number, amount: number, n: number) =>
+      eventOf({ scope: 'hall', kind: 'entry', amount, minute, ms: 0, derived: false, copies: 0 }, n);
     for (const batch of deliver([f(60, 5, 1)], prng(1), 1, 1)) await run.process(batch);
     // Not caught up: nothing.
     const notCaughtUp = await run.proc.tick(run.state, ctx(false, A0 + 2 * DAY));
@@ -507,7 +551,8 @@ describe('occupancy processor, exact live figure (no engines)', () => {
   it('never shows a day that had ended when ingest received it: a backfill is history, even for a scope never seen', async () => {
     const run = new Run();
     const received = A0 + 3 * DAY + HOUR;
-    const f = (day: number, minute: number, n: number) => eventOf({ scope: 'a', kind: 'entry', amount: 2, minute: day * 24 * 60 + minute, ms: 0, derived: false, copies: 0 }, n, received);
+    const f = (day: number, minute: number, n: number) =>
+      eventOf({ scope: 'a', kind: 'entry', amount: 2, minute: day * 24 * 60 + minute, ms: 0, derived: false, copies: 0 }, n, received);
     // Three days ago, oldest first, all received now; then an event of today.
     await run.process(requestOf([f(0, 10, 1), f(0, 20, 2), f(1, 10, 3), f(2, 30, 4)]));
     expect(run.updates).toEqual([]);
@@ -521,7 +566,8 @@ describe('occupancy processor, exact live figure (no engines)', () => {
     const run = new Run();
     const derived = eventOf({ scope: 'a', kind: 'entry', amount: 2, minute: 5, ms: 0, derived: true, copies: 0 }, 1);
     const random = eventOf({ scope: 'a', kind: 'entry', amount: 2, minute: 5, ms: 0, derived: false, copies: 0 }, 2);
-    for (const batch of deliver([derived, random, derived, { ...random, id: idOf(3, false) }, derived], prng(1), 2, 1)) await run.process(batch);
+    for (const batch of deliver([derived, random, derived, { ...random, id: idOf(3, false) }, derived], prng(1), 2, 1))
+      await run.process(batch);
     expect(run.figures().get(`${A}|`)).toBe(6);
     expect(run.reports).toEqual({ [`${A}|duplicate`]: 2 });
   });
@@ -529,19 +575,41 @@ describe('occupancy processor, exact live figure (no engines)', () => {
   it('restores an entry of the layout before chunks as its figure at its time', async () => {
     const run = new Run();
     const ts = A0 + 30 * MINUTE + 10_000;
-    const old = { operatorId: OPERATOR, venueId: B, zoneId: null, timezone: 'UTC', resetHour: 0, base: 3, baseTs: ts - 60_000, basePeriod: B0, baseClamped: 0, pending: [[ts, 4, 0, 2]], value: 5, ts, period: A0 - 4 * HOUR, clamped: 0, maxTs: ts, seq: 5 };
+    const old = {
+      operatorId: OPERATOR,
+      venueId: B,
+      zoneId: null,
+      timezone: 'UTC',
+      resetHour: 0,
+      base: 3,
+      baseTs: ts - 60_000,
+      basePeriod: B0,
+      baseClamped: 0,
+      pending: [[ts, 4, 0, 2]],
+      value: 5,
+      ts,
+      period: A0 - 4 * HOUR,
+      clamped: 0,
+      maxTs: ts,
+      seq: 5,
+    };
     run.proc.restore(run.state, `${B}|`, Buffer.from(JSON.stringify(old)));
     // Unknown or broken entries are dropped, not thrown.
     run.proc.restore(run.state, `${B}|${HALL}`, Buffer.from('{"nonsense":true}'));
     run.proc.restore(run.state, `${B}||#123`, Buffer.from([7, 7, 7]));
-    const entry = (minute: number, ms: number, amount: number, n: number) => ({ ...eventOf({ scope: 'b', kind: 'entry', amount, minute: 0, ms: 0, derived: false, copies: 0 }, n), ts: A0 + minute * MINUTE + ms });
+    const entry = (minute: number, ms: number, amount: number, n: number) => ({
+      ...eventOf({ scope: 'b', kind: 'entry', amount, minute: 0, ms: 0, derived: false, copies: 0 }, n),
+      ts: A0 + minute * MINUTE + ms,
+    });
     const effects = await run.proc.process(run.state, deliver([entry(40, 0, 2, 1)], prng(1), 1, 1)[0]!, ctx());
     // The old entry moves to the new layout: its head and a chunk holding the figure as a count.
     const minute = Math.floor(ts / MINUTE);
     expect([...effects.changed]).toEqual(expect.arrayContaining([`${B}|`, `${B}||#${minute}`, `${B}||#123`, `${B}|${HALL}`]));
     expect(run.proc.entry(run.state, `${B}||#123`)).toBeNull();
     expect(run.proc.entry(run.state, `${B}|${HALL}`)).toBeNull();
-    expect(effects.outputs.map((o) => JSON.parse(o.value.toString()) as OccupancyUpdate).map((u) => [u.value, u.ts])).toEqual([[7, A0 + 40 * MINUTE]]);
+    expect(effects.outputs.map((o) => JSON.parse(o.value.toString()) as OccupancyUpdate).map((u) => [u.value, u.ts])).toEqual([
+      [7, A0 + 40 * MINUTE],
+    ]);
   });
 
   it('keeps in-order traffic cheap: 200,000 door events in requests of 1,000', async () => {
@@ -549,12 +617,15 @@ describe('occupancy processor, exact live figure (no engines)', () => {
     const events: CanonicalEvent[] = [];
     for (let i = 0; i < 200_000; i++) {
       const kind = i % 3 === 2 ? 'count' : i % 3 === 0 ? 'entry' : 'exit';
-      events.push(eventOf({ scope: 'a', kind, amount: kind === 'count' ? 50 + (i % 20) : 1, minute: 0, ms: 0, derived: false, copies: 0 }, i));
+      events.push(
+        eventOf({ scope: 'a', kind, amount: kind === 'count' ? 50 + (i % 20) : 1, minute: 0, ms: 0, derived: false, copies: 0 }, i),
+      );
       events[i]!.ts = A0 + Math.floor(i * 2.2);
     }
     const messages: InputMessage[] = [];
     for (let i = 0; i < events.length; i += 1000) {
-      for (const m of encodeEventMessages(events.slice(i, i + 1000))) messages.push({ topic: 'events', partition: 0, offset: String(messages.length), value: m.value, headers: m.headers });
+      for (const m of encodeEventMessages(events.slice(i, i + 1000)))
+        messages.push({ topic: 'events', partition: 0, offset: String(messages.length), value: m.value, headers: m.headers });
     }
     const started = performance.now();
     // Batches of eight requests, every changed entry encoded after each (a commit).

@@ -52,8 +52,11 @@ async function updates(venueId: string): Promise<UpdateRow[]> {
 
 /** Crossings of the `gate` zone in time order (distinct times, within the reorder window), then in the order they arrive. */
 let seed = 7;
-const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
-const gateInOrder: Array<[number, number]> = Array.from({ length: 1_500 }, (_, i) => [t + i * 66, random() < 0.55 ? 1 + Math.floor(random() * 3) : -1 - Math.floor(random() * 3)]);
+const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+const gateInOrder: Array<[number, number]> = Array.from({ length: 1_500 }, (_, i) => [
+  t + i * 66,
+  random() < 0.55 ? 1 + Math.floor(random() * 3) : -1 - Math.floor(random() * 3),
+]);
 const gateArrivals = [...gateInOrder];
 for (let i = gateArrivals.length - 1; i > 0; i--) {
   const j = random() < 0.05 ? Math.floor(random() * i) : Math.max(0, i - Math.floor(random() * 20));
@@ -64,7 +67,10 @@ for (let i = gateArrivals.length - 1; i > 0; i--) {
  * Crossings over 90 minutes, most arriving up to 20 places late, one in ten held back to the end:
  * those come 0 to 90 minutes after the newest crossing before them (minutes to an hour late).
  */
-const crowdInOrder: Array<[number, number]> = Array.from({ length: 2_700 }, (_, i) => [t + i * 2_000, random() < 0.55 ? 1 + Math.floor(random() * 3) : -1 - Math.floor(random() * 3)]);
+const crowdInOrder: Array<[number, number]> = Array.from({ length: 2_700 }, (_, i) => [
+  t + i * 2_000,
+  random() < 0.55 ? 1 + Math.floor(random() * 3) : -1 - Math.floor(random() * 3),
+]);
 const crowdHeld = crowdInOrder.filter(() => random() < 0.1);
 const crowdArrivals = crowdInOrder.filter((c) => !crowdHeld.includes(c));
 for (let i = crowdArrivals.length - 1; i > 0; i--) {
@@ -128,8 +134,22 @@ beforeAll(async () => {
     at(t + 30_000, { type: 'exit', zoneId: lobby!, metrics: { exits: 1 } }),
     at(t, { type: 'entry', zoneId: lobby!, metrics: { entries: 1 } }),
     // 1,500 crossings within 100 s arriving shuffled: some a little late, some a lot.
-    ...gateArrivals.map(([ts, amount]) => at(ts, amount > 0 ? { type: 'entry', zoneId: shop.zones.gate!, metrics: { entries: amount } } : { type: 'exit', zoneId: shop.zones.gate!, metrics: { exits: -amount } })),
-    ...crowdArrivals.map(([ts, amount]) => at(ts, amount > 0 ? { type: 'entry', zoneId: shop.zones.crowd!, metrics: { entries: amount } } : { type: 'exit', zoneId: shop.zones.crowd!, metrics: { exits: -amount } })),
+    ...gateArrivals.map(([ts, amount]) =>
+      at(
+        ts,
+        amount > 0
+          ? { type: 'entry', zoneId: shop.zones.gate!, metrics: { entries: amount } }
+          : { type: 'exit', zoneId: shop.zones.gate!, metrics: { exits: -amount } },
+      ),
+    ),
+    ...crowdArrivals.map(([ts, amount]) =>
+      at(
+        ts,
+        amount > 0
+          ? { type: 'entry', zoneId: shop.zones.crowd!, metrics: { entries: amount } }
+          : { type: 'exit', zoneId: shop.zones.crowd!, metrics: { exits: -amount } },
+      ),
+    ),
     // A connector's count arriving ten minutes late: it sets the figure at its time, and the flow after it moves it (2 + 5).
     at(t + 10 * MINUTE, { type: 'entry', zoneId: shop.zones.counted!, metrics: { entries: 5 } }),
     at(t, { type: 'occupancy', zoneId: shop.zones.counted!, connectorType: 'density', metrics: { occupancy: 2 } }),
@@ -148,7 +168,8 @@ beforeAll(async () => {
     // Not occupancy: ignored.
     at(t, { type: 'environment', metrics: { temperature: 21 } }),
   ];
-  const b = (ts: number, entries: number) => event({ operatorId: berlin.operatorId, venueId: berlin.venueId, ts, type: 'entry', metrics: { entries } });
+  const b = (ts: number, entries: number) =>
+    event({ operatorId: berlin.operatorId, venueId: berlin.venueId, ts, type: 'entry', metrics: { entries } });
   const dst = [
     // Spring forward: 04:00 CEST is 02:00 UTC.
     b(spring + 30 * MINUTE, 3),
@@ -163,10 +184,18 @@ beforeAll(async () => {
   // Two ingest requests as the api sends them, one message each: three crossings, then one.
   const batched = (ts: number, e: Partial<CanonicalEvent>) => at(ts, { zoneId: shop.zones.batched!, receivedAt: t + 5_000, ...e });
   for (const request of [
-    [batched(t, { type: 'entry', metrics: { entries: 3 } }), batched(t + 1_000, { type: 'exit', metrics: { exits: 5 } }), batched(t + 2_000, { type: 'entry', metrics: { entries: 4 } })],
+    [
+      batched(t, { type: 'entry', metrics: { entries: 3 } }),
+      batched(t + 1_000, { type: 'exit', metrics: { exits: 5 } }),
+      batched(t + 2_000, { type: 'entry', metrics: { entries: 4 } }),
+    ],
     [batched(t + 3_000, { type: 'entry', metrics: { entries: 1 } })],
   ]) {
-    await h.producer.send({ topic: h.topics.events, acks: -1, messages: encodeEventMessages(request).map((m) => ({ key: shop.venueId, ...m })) });
+    await h.producer.send({
+      topic: h.topics.events,
+      acks: -1,
+      messages: encodeEventMessages(request).map((m) => ({ key: shop.venueId, ...m })),
+    });
   }
   run = await startProcessors(h, ['occupancy']);
   await committedToEnd(h.admin, `${h.prefix}.proc.occupancy`, h.topics.events);
@@ -293,12 +322,20 @@ describe('occupancy processor', () => {
     expect(got.occupancy).toBe(0);
     const lastReset = (await updates(berlin.venueId)).at(-1)!;
     expect(lastReset).toMatchObject({ reason: 'reset', value: 0 });
-    const local = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(lastReset.ts);
+    const local = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Europe/Berlin',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).format(lastReset.ts);
     expect(local).toBe('04:00');
   });
 
   it('refuses another operator (403) and an unknown venue (404)', async () => {
     await expect(venueOccupancy(h, stranger.operatorId, { id: shop.venueId })).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
-    await expect(venueOccupancy(h, shop.operatorId, { id: '00000000-0000-4000-8000-000000000000' })).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    await expect(venueOccupancy(h, shop.operatorId, { id: '00000000-0000-4000-8000-000000000000' })).rejects.toMatchObject({
+      status: 404,
+      code: 'NOT_FOUND',
+    });
   });
 });

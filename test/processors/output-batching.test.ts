@@ -22,7 +22,10 @@ afterAll(async () => {
 });
 
 const venueRows = async (venueId: string) =>
-  chRows<{ value: number }>(h.ch, chsql`SELECT value FROM occupancy_updates WHERE venue_id = toUUID(${venueId}) AND zone_id = '' ORDER BY ts`);
+  chRows<{ value: number }>(
+    h.ch,
+    chsql`SELECT value FROM occupancy_updates WHERE venue_id = toUUID(${venueId}) AND zone_id = '' ORDER BY ts`,
+  );
 
 describe('output sinks', () => {
   it('hold the processors’ outputs until their own deadline (here: the shutdown), then store every one', async () => {

@@ -27,8 +27,22 @@ describe('the pipeline process', () => {
     const venue = await newVenue(h.db, { zones: [{ slug: 'door', type: 'entrance' }] });
     const now = Date.now();
     await produce(h, [
-      event({ operatorId: venue.operatorId, venueId: venue.venueId, ts: now - 3000, type: 'entry', zoneId: venue.zones.door!, metrics: { entries: 3 } }),
-      event({ operatorId: venue.operatorId, venueId: venue.venueId, ts: now - 2000, type: 'exit', zoneId: venue.zones.door!, metrics: { exits: 1 } }),
+      event({
+        operatorId: venue.operatorId,
+        venueId: venue.venueId,
+        ts: now - 3000,
+        type: 'entry',
+        zoneId: venue.zones.door!,
+        metrics: { entries: 3 },
+      }),
+      event({
+        operatorId: venue.operatorId,
+        venueId: venue.venueId,
+        ts: now - 2000,
+        type: 'exit',
+        zoneId: venue.zones.door!,
+        metrics: { exits: 1 },
+      }),
     ]);
     const rows = await waitFor(
       'the occupancy history',
@@ -42,7 +56,10 @@ describe('the pipeline process', () => {
       60_000,
     );
     expect(rows[0]!.value).toBe(3);
-    const [raw] = await chRows<{ n: number }>(h.ch, chsql`SELECT toUInt32(count()) AS n FROM events WHERE venue_id = toUUID(${venue.venueId})`);
+    const [raw] = await chRows<{ n: number }>(
+      h.ch,
+      chsql`SELECT toUInt32(count()) AS n FROM events WHERE venue_id = toUUID(${venue.venueId})`,
+    );
     expect(raw!.n).toBe(2);
     const exit = new Promise<number | null>((resolve) => pipeline.on('exit', (code) => resolve(code)));
     pipeline.kill('SIGTERM');

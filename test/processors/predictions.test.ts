@@ -70,7 +70,9 @@ describe('occupancy predictions', () => {
     expect(got).toEqual({ dayOfWeek, hour, mean: 27.5, p25: 17.5, p75: 35, p95: 47, sampleSize: 4 });
     // The hour after has no updates: each week's last figure holds on into it (10, 20, 30 and 60, not the mean 50).
     const next = new Date(t0 + HOUR);
-    expect(await predictOccupancy(h, utc.operatorId, { id: utc.venueId, dayOfWeek: next.getUTCDay(), hour: next.getUTCHours() })).toMatchObject({
+    expect(
+      await predictOccupancy(h, utc.operatorId, { id: utc.venueId, dayOfWeek: next.getUTCDay(), hour: next.getUTCHours() }),
+    ).toMatchObject({
       mean: 30,
       sampleSize: 4,
     });
@@ -80,7 +82,11 @@ describe('occupancy predictions', () => {
     const local = new Intl.DateTimeFormat('en-US', { timeZone: 'America/New_York', weekday: 'short', hour: 'numeric', hourCycle: 'h23' });
     const days = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
     const end = Math.floor(now / HOUR) * HOUR;
-    for (const [dayOfWeek, hour] of [[0, 1], [3, 12], [6, 23]] as const) {
+    for (const [dayOfWeek, hour] of [
+      [0, 1],
+      [3, 12],
+      [6, 23],
+    ] as const) {
       const samples: number[] = [];
       let last: number | undefined;
       for (let t = end - 30 * DAY; t < end; t += HOUR) {
@@ -119,13 +125,26 @@ describe('occupancy predictions', () => {
   });
 
   it('require both parameters in range (400), and refuse another operator (403)', async () => {
-    for (const bad of [{}, { dayOfWeek: 7, hour: 1 }, { dayOfWeek: 1, hour: 24 }, { dayOfWeek: '-1', hour: '3' }, { dayOfWeek: '1e0', hour: '3' }, { dayOfWeek: 1 }]) {
-      await expect(predictOccupancy(h, utc.operatorId, { id: utc.venueId, ...bad } as never)).rejects.toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
+    for (const bad of [
+      {},
+      { dayOfWeek: 7, hour: 1 },
+      { dayOfWeek: 1, hour: 24 },
+      { dayOfWeek: '-1', hour: '3' },
+      { dayOfWeek: '1e0', hour: '3' },
+      { dayOfWeek: 1 },
+    ]) {
+      await expect(predictOccupancy(h, utc.operatorId, { id: utc.venueId, ...bad } as never)).rejects.toMatchObject({
+        status: 400,
+        code: 'VALIDATION_ERROR',
+      });
     }
     await expect(predictOccupancy(h, utc.operatorId, { id: utc.venueId, hour: '3' } as never)).rejects.toMatchObject({
       details: [{ field: 'dayOfWeek', message: 'is required' }],
     });
-    await expect(predictOccupancy(h, quiet.operatorId, { id: utc.venueId, dayOfWeek: 1, hour: 1 })).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    await expect(predictOccupancy(h, quiet.operatorId, { id: utc.venueId, dayOfWeek: 1, hour: 1 })).rejects.toMatchObject({
+      status: 403,
+      code: 'FORBIDDEN',
+    });
   });
 
   it('for the whole week in one read: every cell as the single-hour answer gives it, venue-local, Sunday 0:00 first', async () => {
@@ -134,12 +153,22 @@ describe('occupancy predictions', () => {
     expect(week.venue_id).toBe(ny.venueId);
     expect(week.timezone).toBe('America/New_York');
     expect(week.cells).toHaveLength(168);
-    expect(week.cells.slice(0, 2).map((c) => [c.dayOfWeek, c.hour])).toEqual([[0, 0], [0, 1]]);
+    expect(week.cells.slice(0, 2).map((c) => [c.dayOfWeek, c.hour])).toEqual([
+      [0, 0],
+      [0, 1],
+    ]);
     expect(week.cells.filter((c) => c.sampleSize > 0).length).toBeGreaterThan(150);
-    for (const [dayOfWeek, hour] of [[0, 0], [3, 14], [6, 23], [2, 9]] as const) {
+    for (const [dayOfWeek, hour] of [
+      [0, 0],
+      [3, 14],
+      [6, 23],
+      [2, 9],
+    ] as const) {
       expect(week.cells[dayOfWeek * 24 + hour]).toEqual(await predictOccupancy(h, ny.operatorId, { id: ny.venueId, dayOfWeek, hour }, at));
     }
-    expect((await predictOccupancyWeek(h, quiet.operatorId, { id: quiet.venueId })).cells.every((c) => c.sampleSize === 0 && c.mean === 0)).toBe(true);
+    expect(
+      (await predictOccupancyWeek(h, quiet.operatorId, { id: quiet.venueId })).cells.every((c) => c.sampleSize === 0 && c.mean === 0),
+    ).toBe(true);
     await expect(predictOccupancyWeek(h, quiet.operatorId, { id: ny.venueId })).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
   });
 });

@@ -40,7 +40,10 @@ describe('the venue occupancy reset hour', () => {
   });
 
   it('cannot be changed on another operator’s venue', async () => {
-    await expect(updateVenue(h.db, stranger.operatorId, owner.venueId, { occupancy_reset_hour: 3 })).rejects.toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    await expect(updateVenue(h.db, stranger.operatorId, owner.venueId, { occupancy_reset_hour: 3 })).rejects.toMatchObject({
+      status: 403,
+      code: 'FORBIDDEN',
+    });
   });
 });
 
@@ -49,14 +52,25 @@ describe('the occupancy processor and the reset hour', () => {
     const venue = await newVenue(h.db, { resetHour: 4 });
     // Venue contexts read fresh from Postgres on every batch.
     const reports: string[] = [];
-    const proc = createOccupancyProcessor({ venues: new VenueInfos(h.db, 0), inputTopic: 'events', outputTopic: 'occupancy', unreflected: (_v, reason, n) => reports.push(`${reason}:${n}`) });
+    const proc = createOccupancyProcessor({
+      venues: new VenueInfos(h.db, 0),
+      inputTopic: 'events',
+      outputTopic: 'occupancy',
+      unreflected: (_v, reason, n) => reports.push(`${reason}:${n}`),
+    });
     const state = proc.createState();
     const ctx = (caughtUp = false, now = Date.now()): ProcessorContext => ({ partition: 0, now, caughtUp, log: h.log });
     const day = Date.UTC(2026, 0, 15);
     const updates: OccupancyUpdate[] = [];
     const send = async (ts: number, entries: number) => {
-      const [m] = encodeEventMessages([event({ operatorId: venue.operatorId, venueId: venue.venueId, ts, type: 'entry', metrics: { entries } })]);
-      const effects = await proc.process(state, [{ topic: 'events', partition: 0, offset: '0', value: m!.value, headers: m!.headers }], ctx());
+      const [m] = encodeEventMessages([
+        event({ operatorId: venue.operatorId, venueId: venue.venueId, ts, type: 'entry', metrics: { entries } }),
+      ]);
+      const effects = await proc.process(
+        state,
+        [{ topic: 'events', partition: 0, offset: '0', value: m!.value, headers: m!.headers }],
+        ctx(),
+      );
       updates.push(...effects.outputs.map((o) => JSON.parse(o.value.toString()) as OccupancyUpdate));
     };
     await send(day + 5 * HOUR, 2);
@@ -76,6 +90,8 @@ describe('the occupancy processor and the reset hour', () => {
     expect(reports).toEqual(['earlier_day:1']);
     // The wall clock resets it at the new hour too.
     const quiet = await proc.tick(state, ctx(true, day + DAY + 6 * HOUR + MINUTE));
-    expect(quiet.outputs.map((o) => JSON.parse(o.value.toString()) as OccupancyUpdate).map((u) => [u.value, u.reason, u.ts])).toEqual([[0, 'reset', day + DAY + 6 * HOUR]]);
+    expect(quiet.outputs.map((o) => JSON.parse(o.value.toString()) as OccupancyUpdate).map((u) => [u.value, u.reason, u.ts])).toEqual([
+      [0, 'reset', day + DAY + 6 * HOUR],
+    ]);
   });
 });

@@ -17,7 +17,14 @@ import { freePort, sleep } from '../edge/support.js';
 
 const cfg = testConfig();
 const prefix = `${cfg.KAFKA_TOPIC_PREFIX}.chaos-${randomUUID().slice(0, 8)}`;
-const env = { ...process.env, KAFKA_TOPIC_PREFIX: prefix, REDIS_KEY_PREFIX: `${prefix}:`, RATE_LIMITS_ENABLED: 'false', PROCESSOR_TICK_MS: '500', SHUTDOWN_TIMEOUT_MS: '10000' };
+const env = {
+  ...process.env,
+  KAFKA_TOPIC_PREFIX: prefix,
+  REDIS_KEY_PREFIX: `${prefix}:`,
+  RATE_LIMITS_ENABLED: 'false',
+  PROCESSOR_TICK_MS: '500',
+  SHUTDOWN_TIMEOUT_MS: '10000',
+};
 const children: ChildProcess[] = [];
 
 function start(entry: string, extra: Record<string, string> = {}): ChildProcess {
@@ -61,7 +68,10 @@ describe('chaos, short: kill -9 the pipeline and an api during ingest', () => {
     const admin = { 'x-admin-key': cfg.ADMIN_SECRET };
     const tenants: FleetTenant[] = [];
     for (let i = 0; i < 3; i++) {
-      const op = await request(`${urls[0]}/api/operators`, { headers: admin, json: { name: `chaos ${i}`, email: `chaos-${i}-${Date.now()}@example.com`, plan: 'pro' } });
+      const op = await request(`${urls[0]}/api/operators`, {
+        headers: admin,
+        json: { name: `chaos ${i}`, email: `chaos-${i}-${Date.now()}@example.com`, plan: 'pro' },
+      });
       expect(op.status).toBe(201);
       const venue = await request(`${urls[0]}/api/venues`, { key: op.body.api_key, json: { name: `Chaos ${i}`, timezone: 'UTC' } });
       expect(venue.status).toBe(201);
@@ -69,7 +79,16 @@ describe('chaos, short: kill -9 the pipeline and an api during ingest', () => {
     }
     // Without Idempotency-Keys a resend after the api kill goes straight to the other instance; the
     // event ids alone keep it from being stored twice (the sink keeps the first of each id).
-    const fleet = new Fleet({ urls, tenants, batchSize: 200, clients: 4, clientTimeoutMs: 15_000, runTag: randomUUID().slice(0, 8), rate: 1_500, idempotencyKeys: false });
+    const fleet = new Fleet({
+      urls,
+      tenants,
+      batchSize: 200,
+      clients: 4,
+      clientTimeoutMs: 15_000,
+      runTag: randomUUID().slice(0, 8),
+      rate: 1_500,
+      idempotencyKeys: false,
+    });
 
     let faultsDone = false;
     const faults = (async () => {

@@ -4,7 +4,19 @@ import { CONNECTORS } from '../../domain/ingest/connectors/index.js';
 import { CONNECTOR_TYPES, EVENT_TYPES } from '../../lib/events/vocabulary.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
-import { checkProperty, encodeLoosely, isEnvelope, junkHeaderValue, junkNumber, junkString, junkValue, leaksOf, newVictim, rawRequest, type Victim } from './support.js';
+import {
+  checkProperty,
+  encodeLoosely,
+  isEnvelope,
+  junkHeaderValue,
+  junkNumber,
+  junkString,
+  junkValue,
+  leaksOf,
+  newVictim,
+  rawRequest,
+  type Victim,
+} from './support.js';
 
 const RUNS_PER_CONNECTOR = Number(process.env.FUZZ_RUNS ?? 200);
 
@@ -26,10 +38,12 @@ afterAll(async () => {
 const MAC_LIKE = /^([0-9a-f]{2}[:-]?){5}[0-9a-f]{2}$/i;
 
 /** A MAC in one of the spellings connectors send. */
-const macArb = fc.tuple(fc.uint8Array({ minLength: 6, maxLength: 6 }), fc.constantFrom(':', '-', ''), fc.boolean()).map(([bytes, sep, upper]) => {
-  const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join(sep);
-  return upper ? hex.toUpperCase() : hex;
-});
+const macArb = fc
+  .tuple(fc.uint8Array({ minLength: 6, maxLength: 6 }), fc.constantFrom(':', '-', ''), fc.boolean())
+  .map(([bytes, sep, upper]) => {
+    const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join(sep);
+    return upper ? hex.toUpperCase() : hex;
+  });
 
 /** Every spelling of a MAC, to look for in an answer. */
 const spellings = (mac: string): string[] => {
@@ -40,7 +54,18 @@ const spellings = (mac: string): string[] => {
 
 const timestampArb = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 1, max: 3_600 }).map((s) => new Date(Date.now() - s * 1000).toISOString()) },
-  { weight: 1, arbitrary: fc.constantFrom('2024-13-45T99:99:99Z', '1970-01-01T00:00:00Z', '9999-12-31T23:59:59Z', '', 'yesterday', '2026-11-23T01:00:00+14:00', '+275760-09-13T00:00:00Z') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '2024-13-45T99:99:99Z',
+      '1970-01-01T00:00:00Z',
+      '9999-12-31T23:59:59Z',
+      '',
+      'yesterday',
+      '2026-11-23T01:00:00+14:00',
+      '+275760-09-13T00:00:00Z',
+    ),
+  },
   { weight: 1, arbitrary: junkNumber },
   { weight: 1, arbitrary: junkValue },
 );
@@ -54,13 +79,24 @@ const eventArb = (connector: (typeof CONNECTOR_TYPES)[number]) => {
       type: fc.option(fc.oneof(fc.constantFrom(...EVENT_TYPES), junkString), { freq: 5 }),
       timestamp: timestampArb,
       macs: fc.array(macArb, { minLength: 4, maxLength: 4 }),
-      change: fc.option(fc.tuple(fc.oneof(fc.constantFrom('zone', 'zone_id', 'count', 'occupancy', 'event_id', 'integration_id', 'amount', 'temperature'), junkString), junkValue), { freq: 2 }),
+      change: fc.option(
+        fc.tuple(
+          fc.oneof(
+            fc.constantFrom('zone', 'zone_id', 'count', 'occupancy', 'event_id', 'integration_id', 'amount', 'temperature'),
+            junkString,
+          ),
+          junkValue,
+        ),
+        { freq: 2 },
+      ),
       payload: fc.option(junkValue, { freq: 8 }),
       eventId: fc.option(fc.oneof(junkString, fc.uuid(), fc.constantFrom(victim?.venueId ?? 'x')), { freq: 4 }),
     })
     .map(({ spec: [type, spec], type: otherType, timestamp, macs, change, payload, eventId }) => {
       let m = 0;
-      const example = Object.fromEntries(Object.entries(spec!.example).map(([k, v]) => [k, typeof v === 'string' && MAC_LIKE.test(v) ? macs[m++ % macs.length] : v]));
+      const example = Object.fromEntries(
+        Object.entries(spec!.example).map(([k, v]) => [k, typeof v === 'string' && MAC_LIKE.test(v) ? macs[m++ % macs.length] : v]),
+      );
       const body: Record<string, unknown> = {
         type: otherType ?? type,
         timestamp,
@@ -86,7 +122,11 @@ describe('fuzzing POST /ingest per connector', () => {
       await checkProperty(
         fc.asyncProperty(input, async ({ venue, junkVenue, connectorType, events, idempotencyKey, extra }) => {
           const venueId = venue === 'mine' ? myVenueId : venue === 'victim' ? victim.venueId : junkVenue;
-          const body: Record<string, unknown> = { venue_id: venueId, connector_type: connectorType ?? connector, events: events.map((e) => e.body) };
+          const body: Record<string, unknown> = {
+            venue_id: venueId,
+            connector_type: connectorType ?? connector,
+            events: events.map((e) => e.body),
+          };
           if (extra) body[extra[0]] = extra[1];
           const raw = Buffer.from(JSON.stringify(body));
           const headers: Array<[string, string]> = [
@@ -111,7 +151,8 @@ describe('fuzzing POST /ingest per connector', () => {
             expect(isEnvelope(res.text), `no envelope: ${what}`).toBe(true);
           }
           const lower = res.text.toLowerCase();
-          for (const mac of events.flatMap((e) => e.macs)) for (const form of spellings(mac)) expect(lower.includes(form), `MAC echoed: ${what}`).toBe(false);
+          for (const mac of events.flatMap((e) => e.macs))
+            for (const form of spellings(mac)) expect(lower.includes(form), `MAC echoed: ${what}`).toBe(false);
           expect(leaksOf(victim, raw.toString('utf8'), res.text), what).toEqual([]);
         }),
         RUNS_PER_CONNECTOR,
@@ -131,7 +172,13 @@ describe('fuzzing POST /ingest per connector', () => {
         }),
         async ({ query, encoding, charset }) => {
           const path = `/ingest${query.length ? `?${query.map(([k, v]) => `${encodeLoosely(k)}=${encodeLoosely(v)}`).join('&')}` : ''}`;
-          const body = Buffer.from(JSON.stringify({ venue_id: myVenueId, connector_type: 'density', events: [{ type: 'heartbeat', timestamp: new Date().toISOString(), payload: {} }] }));
+          const body = Buffer.from(
+            JSON.stringify({
+              venue_id: myVenueId,
+              connector_type: 'density',
+              events: [{ type: 'heartbeat', timestamp: new Date().toISOString(), payload: {} }],
+            }),
+          );
           const res = await rawRequest(api.url, {
             method: 'POST',
             path,

@@ -5,7 +5,19 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
-import { checkProperty, junkHeaderValue, junkNumber, junkString, junkValue, leaksOf, newVictim, rawJunkBody, rawRequest, isEnvelope, type Victim } from './support.js';
+import {
+  checkProperty,
+  junkHeaderValue,
+  junkNumber,
+  junkString,
+  junkValue,
+  leaksOf,
+  newVictim,
+  rawJunkBody,
+  rawRequest,
+  isEnvelope,
+  type Victim,
+} from './support.js';
 
 const RUNS_PER_TOOL = Number(process.env.FUZZ_RUNS ?? 60);
 
@@ -22,7 +34,9 @@ beforeAll(async () => {
   victim = await newVictim(api);
   myVenueId = (await newVenue(api, me.key, { name: 'MCP fuzz' })).id;
   client = new Client({ name: 'fuzzer', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${me.key}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${me.key}` } } }),
+  );
   tools = (await client.listTools()).tools;
 });
 afterAll(async () => {
@@ -31,9 +45,23 @@ afterAll(async () => {
 });
 
 const idArb = fc.constantFrom('mine', 'victim', 'zone', 'integration', 'alarm', 'operator').map(
-  (w) => ({ mine: myVenueId, victim: victim.venueId, zone: victim.zoneId, integration: victim.integrationId, alarm: victim.alarmId, operator: victim.op.id })[w]!,
+  (w) =>
+    ({
+      mine: myVenueId,
+      victim: victim.venueId,
+      zone: victim.zoneId,
+      integration: victim.integrationId,
+      alarm: victim.alarmId,
+      operator: victim.op.id,
+    })[w]!,
 );
-const argValue = fc.oneof({ weight: 3, arbitrary: idArb }, { weight: 3, arbitrary: junkValue }, { weight: 1, arbitrary: junkNumber }, { weight: 1, arbitrary: junkString }, { weight: 1, arbitrary: fc.uuid() });
+const argValue = fc.oneof(
+  { weight: 3, arbitrary: idArb },
+  { weight: 3, arbitrary: junkValue },
+  { weight: 1, arbitrary: junkNumber },
+  { weight: 1, arbitrary: junkString },
+  { weight: 1, arbitrary: fc.uuid() },
+);
 
 describe('fuzzing MCP tool arguments through the SDK client', () => {
   it('answers junk arguments on every tool with a result or a tool error naming a spec code, or a JSON-RPC error; never an internal error or another operator’s data', async () => {
@@ -41,7 +69,14 @@ describe('fuzzing MCP tool arguments through the SDK client', () => {
     const outcomes = { ok: 0, toolError: 0, rpcError: 0 };
     for (const tool of tools) {
       const names = Object.keys((tool.inputSchema.properties as Record<string, unknown> | undefined) ?? {});
-      const argsArb = fc.dictionary(fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...names, 'venue_id') }, { weight: 1, arbitrary: fc.constantFrom('__proto__', 'operator_id', 'constructor', '') }), argValue, { maxKeys: 5 });
+      const argsArb = fc.dictionary(
+        fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom(...names, 'venue_id') },
+          { weight: 1, arbitrary: fc.constantFrom('__proto__', 'operator_id', 'constructor', '') },
+        ),
+        argValue,
+        { maxKeys: 5 },
+      );
       await checkProperty(
         fc.asyncProperty(argsArb, async (args) => {
           const sent = JSON.stringify(args);
@@ -52,7 +87,9 @@ describe('fuzzing MCP tool arguments through the SDK client', () => {
             if (result.isError) {
               outcomes.toolError++;
               const text = (result.content[0] as { text: string }).text;
-              expect(text, `${tool.name} ${sent.slice(0, 300)}`).toMatch(/^(VALIDATION_ERROR|FORBIDDEN|NOT_FOUND|RATE_LIMITED|QUOTA_EXCEEDED): /);
+              expect(text, `${tool.name} ${sent.slice(0, 300)}`).toMatch(
+                /^(VALIDATION_ERROR|FORBIDDEN|NOT_FOUND|RATE_LIMITED|QUOTA_EXCEEDED): /,
+              );
             } else {
               outcomes.ok++;
             }
@@ -82,36 +119,54 @@ describe('fuzzing MCP tool arguments through the SDK client', () => {
 
   it('answers junk JSON-RPC bodies and headers at /mcp without a 5xx, in the envelope or as JSON-RPC errors', async () => {
     const rpc = fc.record(
-      { jsonrpc: fc.oneof(fc.constant('2.0'), junkValue), id: fc.oneof(fc.integer(), junkValue), method: fc.oneof(fc.constantFrom('tools/call', 'tools/list', 'initialize', 'ping', 'resources/list', 'notifications/initialized'), junkString), params: junkValue },
+      {
+        jsonrpc: fc.oneof(fc.constant('2.0'), junkValue),
+        id: fc.oneof(fc.integer(), junkValue),
+        method: fc.oneof(
+          fc.constantFrom('tools/call', 'tools/list', 'initialize', 'ping', 'resources/list', 'notifications/initialized'),
+          junkString,
+        ),
+        params: junkValue,
+      },
       { requiredKeys: [] },
     );
-    const body = fc.oneof(rpc.map((r) => Buffer.from(JSON.stringify(r))), fc.array(rpc, { maxLength: 3 }).map((r) => Buffer.from(JSON.stringify(r))), rawJunkBody);
+    const body = fc.oneof(
+      rpc.map((r) => Buffer.from(JSON.stringify(r))),
+      fc.array(rpc, { maxLength: 3 }).map((r) => Buffer.from(JSON.stringify(r))),
+      rawJunkBody,
+    );
     await checkProperty(
-      fc.asyncProperty(body, fc.constantFrom('POST', 'GET', 'DELETE'), fc.constantFrom('application/json, text/event-stream', 'application/json', 'text/html', '*/*'), junkHeaderValue, async (raw, method, accept, session) => {
-        const res = await rawRequest(api.url, {
-          method,
-          path: '/mcp',
-          headers: [
-            ['Authorization', `Bearer ${me.key}`],
-            ['Content-Type', 'application/json'],
-            ['Accept', accept],
-            ['Mcp-Session-Id', session],
-          ],
-          body: method === 'POST' ? raw : undefined,
-        });
-        expect(res.status, `${method} ${raw.toString('utf8').slice(0, 200)} → ${res.status} ${res.text.slice(0, 300)}`).toBeLessThan(500);
-        if (res.status >= 400) {
-          const rpcError = (() => {
-            try {
-              return typeof (JSON.parse(res.text) as { error?: { code?: unknown } }).error?.code === 'number';
-            } catch {
-              return false;
-            }
-          })();
-          expect(isEnvelope(res.text) || rpcError, res.text.slice(0, 300)).toBe(true);
-        }
-        expect(leaksOf(victim, raw.toString('utf8'), res.text)).toEqual([]);
-      }),
+      fc.asyncProperty(
+        body,
+        fc.constantFrom('POST', 'GET', 'DELETE'),
+        fc.constantFrom('application/json, text/event-stream', 'application/json', 'text/html', '*/*'),
+        junkHeaderValue,
+        async (raw, method, accept, session) => {
+          const res = await rawRequest(api.url, {
+            method,
+            path: '/mcp',
+            headers: [
+              ['Authorization', `Bearer ${me.key}`],
+              ['Content-Type', 'application/json'],
+              ['Accept', accept],
+              ['Mcp-Session-Id', session],
+            ],
+            body: method === 'POST' ? raw : undefined,
+          });
+          expect(res.status, `${method} ${raw.toString('utf8').slice(0, 200)} → ${res.status} ${res.text.slice(0, 300)}`).toBeLessThan(500);
+          if (res.status >= 400) {
+            const rpcError = (() => {
+              try {
+                return typeof (JSON.parse(res.text) as { error?: { code?: unknown } }).error?.code === 'number';
+              } catch {
+                return false;
+              }
+            })();
+            expect(isEnvelope(res.text) || rpcError, res.text.slice(0, 300)).toBe(true);
+          }
+          expect(leaksOf(victim, raw.toString('utf8'), res.text)).toEqual([]);
+        },
+      ),
       150,
     );
   });

@@ -39,7 +39,10 @@ const adminKey = () => api.services.cfg.ADMIN_SECRET;
 async function ensureMine(): Promise<void> {
   if ((await request(`${api.url}/api/venues/${myVenueId}/zones/${myZoneId}`, { key: me.key })).status === 200) return;
   myVenueId = (await newVenue(api, me.key, { name: 'Fuzzer venue' })).id;
-  const zone = await request(`${api.url}/api/venues/${myVenueId}/zones`, { key: me.key, json: { slug: 'mine', name: 'Mine', type: 'area' } });
+  const zone = await request(`${api.url}/api/venues/${myVenueId}/zones`, {
+    key: me.key,
+    json: { slug: 'mine', name: 'Mine', type: 'area' },
+  });
   myZoneId = zone.body.id;
 }
 
@@ -76,14 +79,35 @@ const shapeKeys = (schema: z.ZodType | undefined): string[] => {
   return shape ? Object.keys(shape) : [];
 };
 
-const ODD_KEYS = ['__proto__', 'constructor', 'prototype', 'a[b]', 'a.b', '', 'venue_id', 'operator_id', 'id', 'events', 'config', 'connector_type'];
+const ODD_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'a[b]',
+  'a.b',
+  '',
+  'venue_id',
+  'operator_id',
+  'id',
+  'events',
+  'config',
+  'connector_type',
+];
 
 const queryArb = (op: AnyOperation) =>
   fc
     .array(
       fc.tuple(
-        fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...shapeKeys(op.query), 'limit') }, { weight: 1, arbitrary: fc.constantFrom(...ODD_KEYS) }),
-        fc.oneof(idArb, junkString.map((s) => encodeLoosely(s.slice(0, 3_000))), fc.constantFrom(...RAW_URL_PIECES), junkNumber.map(String)),
+        fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom(...shapeKeys(op.query), 'limit') },
+          { weight: 1, arbitrary: fc.constantFrom(...ODD_KEYS) },
+        ),
+        fc.oneof(
+          idArb,
+          junkString.map((s) => encodeLoosely(s.slice(0, 3_000))),
+          fc.constantFrom(...RAW_URL_PIECES),
+          junkNumber.map(String),
+        ),
       ),
       { maxLength: 6 },
     )
@@ -103,7 +127,9 @@ const validBody = (op: AnyOperation, n: number): Record<string, unknown> | undef
     'post /ingest': {
       venue_id: n % 3 === 0 ? victim.venueId : myVenueId,
       connector_type: 'density',
-      events: [{ type: 'entry', timestamp: new Date(Date.now() - 60_000).toISOString(), payload: { space_id: 'spc_1', doorway_id: 'drw_1' } }],
+      events: [
+        { type: 'entry', timestamp: new Date(Date.now() - 60_000).toISOString(), payload: { space_id: 'spc_1', doorway_id: 'drw_1' } },
+      ],
     },
     'put /api/venues/{id}/alarm-rules': { zone_occupancy: { warning_percent: 80 } },
   })[`${op.method} ${op.path}`];
@@ -115,16 +141,25 @@ const bodyArb = (op: AnyOperation): fc.Arbitrary<{ body: Buffer; type: string } 
     { weight: 3, arbitrary: junkValue },
     { weight: 1, arbitrary: idArb },
     { weight: 1, arbitrary: fc.constantFrom('meraki', 'density', 'square', 'UTC', 'Europe/Berlin', 'area', 'pro', 'enterprise') },
-    { weight: 1, arbitrary: fc.dictionary(fc.constantFrom('api_key', 'org_id', 'api_token', 'password', 'zone_id', 'capacity', 'threshold'), junkValue, { maxKeys: 3 }) },
+    {
+      weight: 1,
+      arbitrary: fc.dictionary(
+        fc.constantFrom('api_key', 'org_id', 'api_token', 'password', 'zone_id', 'capacity', 'threshold'),
+        junkValue,
+        { maxKeys: 3 },
+      ),
+    },
   );
   const shaped = fc.dictionary(fc.constantFrom(...keys), fieldValue, { minKeys: 1, maxKeys: 6 }).map((o) => Buffer.from(JSON.stringify(o)));
-  const valid = fc
-    .tuple(fc.nat(), fc.option(fc.tuple(fc.constantFrom(...keys), fieldValue), { freq: 2 }))
-    .map(([n, change]) => {
-      const body = validBody(op, n);
-      return Buffer.from(JSON.stringify(change ? { ...body, [change[0]]: change[1] } : (body ?? {})));
-    });
-  const junk: Array<fc.WeightedArbitrary<Buffer>> = [{ weight: 5, arbitrary: shaped }, { weight: 1, arbitrary: junkValue.map((v) => Buffer.from(JSON.stringify(v) ?? 'null')) }, { weight: 2, arbitrary: rawJunkBody }];
+  const valid = fc.tuple(fc.nat(), fc.option(fc.tuple(fc.constantFrom(...keys), fieldValue), { freq: 2 })).map(([n, change]) => {
+    const body = validBody(op, n);
+    return Buffer.from(JSON.stringify(change ? { ...body, [change[0]]: change[1] } : (body ?? {})));
+  });
+  const junk: Array<fc.WeightedArbitrary<Buffer>> = [
+    { weight: 5, arbitrary: shaped },
+    { weight: 1, arbitrary: junkValue.map((v) => Buffer.from(JSON.stringify(v) ?? 'null')) },
+    { weight: 2, arbitrary: rawJunkBody },
+  ];
   const json = fc.oneof(...(validBody(op, 0) ? [{ weight: 6, arbitrary: valid }, ...junk] : junk));
   const withBody: fc.Arbitrary<{ body: Buffer; type: string }> = fc.record({
     body: json,
@@ -141,16 +176,34 @@ const headersArb = () =>
       junkAuth: junkHeaderValue,
       extras: fc.oneof(
         fc.constant([] as Array<[string, string]>),
-        fc.array(fc.tuple(
-          fc.constantFrom('Idempotency-Key', 'X-Request-Id', 'Accept', 'Accept-Encoding', 'Content-Encoding', 'Content-Type', 'X-Forwarded-For', 'Origin', 'Cookie', 'X-Admin-Key', 'If-None-Match', 'Range', 'X-Weird'),
-          fc.oneof(junkHeaderValue, fc.constantFrom(...CONTENT_ENCODINGS), fc.constantFrom(...CONTENT_TYPES)),
-        ), { minLength: 1, maxLength: 3 }),
+        fc.array(
+          fc.tuple(
+            fc.constantFrom(
+              'Idempotency-Key',
+              'X-Request-Id',
+              'Accept',
+              'Accept-Encoding',
+              'Content-Encoding',
+              'Content-Type',
+              'X-Forwarded-For',
+              'Origin',
+              'Cookie',
+              'X-Admin-Key',
+              'If-None-Match',
+              'Range',
+              'X-Weird',
+            ),
+            fc.oneof(junkHeaderValue, fc.constantFrom(...CONTENT_ENCODINGS), fc.constantFrom(...CONTENT_TYPES)),
+          ),
+          { minLength: 1, maxLength: 3 },
+        ),
       ),
     })
     .map(({ auth, junkAuth, extras }) => ({ auth, junkAuth, extras }));
 
 function credentials(op: AnyOperation, auth: string, junk: string): Array<[string, string]> {
-  const right: Array<[string, string]> = op.auth === 'admin' ? [['X-Admin-Key', adminKey()]] : op.auth === 'bearer' ? [['Authorization', `Bearer ${me.key}`]] : [];
+  const right: Array<[string, string]> =
+    op.auth === 'admin' ? [['X-Admin-Key', adminKey()]] : op.auth === 'bearer' ? [['Authorization', `Bearer ${me.key}`]] : [];
   const wrong: Array<[string, string]> = op.auth === 'admin' ? [['X-Admin-Key', junk]] : [['Authorization', junk]];
   if (auth === 'right') return right;
   if (auth === 'junk') return wrong;
@@ -181,10 +234,18 @@ describe('fuzzing every REST operation (fast-check, seed FUZZ_SEED)', () => {
           const what = `${op.method.toUpperCase()} ${path.slice(0, 200)} → ${res.status} ${res.text.slice(0, 300)}`;
           expect(res.status, what).toBeLessThan(500);
           if (res.status >= 400) expect(isEnvelope(res.text), `no envelope: ${what}`).toBe(true);
-          const leaks = leaksOf(victim, `${path} ${sent.map((h) => h.join(':')).join(' ')} ${body?.body.toString('utf8') ?? ''}`, res.text + JSON.stringify(res.headers));
+          const leaks = leaksOf(
+            victim,
+            `${path} ${sent.map((h) => h.join(':')).join(' ')} ${body?.body.toString('utf8') ?? ''}`,
+            res.text + JSON.stringify(res.headers),
+          );
           expect(leaks, `leak: ${what}`).toEqual([]);
           // The fuzzer may rotate its own key (itself or through the admin route): keep the new one.
-          if (res.status === 200 && /"api_key"/.test(res.text) && (op.id === 'rotateKey' || (op.id === 'rotateOperatorKey' && path.toLowerCase().includes(me.id)))) {
+          if (
+            res.status === 200 &&
+            /"api_key"/.test(res.text) &&
+            (op.id === 'rotateKey' || (op.id === 'rotateOperatorKey' && path.toLowerCase().includes(me.id)))
+          ) {
             me = { ...me, key: (JSON.parse(res.text) as { api_key: string }).api_key };
           }
         }),
@@ -193,7 +254,8 @@ describe('fuzzing every REST operation (fast-check, seed FUZZ_SEED)', () => {
     }
     // The junk reached every layer: successes, validation, authentication, ownership and existence answers.
     console.log('fuzz-rest statuses', Object.fromEntries(statuses));
-    for (const status of [200, 201, 202, 400, 401, 403, 404]) expect(statuses.get(status) ?? 0, `answers with ${status}`).toBeGreaterThan(0);
+    for (const status of [200, 201, 202, 400, 401, 403, 404])
+      expect(statuses.get(status) ?? 0, `answers with ${status}`).toBeGreaterThan(0);
     // Still serving, and the victim's data is intact for its owner.
     const own = await request(`${api.url}/api/venues/${victim.venueId}`, { key: victim.op.key });
     expect([200, 401]).toContain(own.status);
@@ -202,12 +264,25 @@ describe('fuzzing every REST operation (fast-check, seed FUZZ_SEED)', () => {
 
   it('answers duplicate and odd request headers on authenticated reads without a 5xx', async () => {
     await checkProperty(
-      fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom('Authorization', 'Content-Type', 'Accept', 'X-Request-Id', 'Content-Encoding', 'Idempotency-Key'), junkHeaderValue), { minLength: 1, maxLength: 8 }), async (extra) => {
-        const res = await rawRequest(api.url, { method: 'GET', path: '/api/venues', headers: [['Authorization', `Bearer ${me.key}`], ...extra] });
-        expect(res.status, res.text).toBeLessThan(500);
-        if (res.status >= 400) expect(isEnvelope(res.text), res.text).toBe(true);
-        expect(leaksOf(victim, '', res.text)).toEqual([]);
-      }),
+      fc.asyncProperty(
+        fc.array(
+          fc.tuple(
+            fc.constantFrom('Authorization', 'Content-Type', 'Accept', 'X-Request-Id', 'Content-Encoding', 'Idempotency-Key'),
+            junkHeaderValue,
+          ),
+          { minLength: 1, maxLength: 8 },
+        ),
+        async (extra) => {
+          const res = await rawRequest(api.url, {
+            method: 'GET',
+            path: '/api/venues',
+            headers: [['Authorization', `Bearer ${me.key}`], ...extra],
+          });
+          expect(res.status, res.text).toBeLessThan(500);
+          if (res.status >= 400) expect(isEnvelope(res.text), res.text).toBe(true);
+          expect(leaksOf(victim, '', res.text)).toEqual([]);
+        },
+      ),
       60,
     );
   });

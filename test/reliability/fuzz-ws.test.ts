@@ -29,11 +29,20 @@ afterAll(async () => {
 });
 
 const venueArb = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom('mine', 'victim', 'victimZone', 'victimAlarm').map((w) => ({ mine: myVenueId, victim: victim.venueId, victimZone: victim.zoneId, victimAlarm: victim.alarmId })[w]!) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .constantFrom('mine', 'victim', 'victimZone', 'victimAlarm')
+      .map((w) => ({ mine: myVenueId, victim: victim.venueId, victimZone: victim.zoneId, victimAlarm: victim.alarmId })[w]!),
+  },
   { weight: 1, arbitrary: fc.uuid() },
   { weight: 2, arbitrary: junkValue },
 );
-const cmdIdArb = fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 1000 }) }, { weight: 1, arbitrary: junkNumber }, { weight: 1, arbitrary: junkValue });
+const cmdIdArb = fc.oneof(
+  { weight: 3, arbitrary: fc.integer({ min: 0, max: 1000 }) },
+  { weight: 1, arbitrary: junkNumber },
+  { weight: 1, arbitrary: junkValue },
+);
 const keysArb = fc.oneof(
   { weight: 3, arbitrary: fc.uniqueArray(fc.constantFrom(...TELEMETRY_KEYS), { minLength: 1 }) },
   { weight: 1, arbitrary: fc.array(fc.oneof(fc.constantFrom(...TELEMETRY_KEYS), junkString), { maxLength: 40 }) },
@@ -41,20 +50,50 @@ const keysArb = fc.oneof(
 );
 const entryArb = fc.oneof(
   { weight: 4, arbitrary: fc.record({ cmdId: cmdIdArb, entityId: venueArb, keys: keysArb }, { requiredKeys: [] }) },
-  { weight: 1, arbitrary: fc.record({ cmdId: cmdIdArb, entityId: venueArb, unsubscribe: fc.oneof(fc.constant(true), junkValue) }, { requiredKeys: [] }) },
+  {
+    weight: 1,
+    arbitrary: fc.record(
+      { cmdId: cmdIdArb, entityId: venueArb, unsubscribe: fc.oneof(fc.constant(true), junkValue) },
+      { requiredKeys: [] },
+    ),
+  },
   { weight: 1, arbitrary: junkValue },
 );
-const commandArb = fc.record({ tsSubCmds: fc.oneof(fc.array(entryArb, { maxLength: 5 }), junkValue), tsUnsubCmds: fc.oneof(fc.array(fc.record({ cmdId: cmdIdArb, entityId: venueArb }, { requiredKeys: [] }), { maxLength: 3 }), junkValue) }, { requiredKeys: [] });
+const commandArb = fc.record(
+  {
+    tsSubCmds: fc.oneof(fc.array(entryArb, { maxLength: 5 }), junkValue),
+    tsUnsubCmds: fc.oneof(fc.array(fc.record({ cmdId: cmdIdArb, entityId: venueArb }, { requiredKeys: [] }), { maxLength: 3 }), junkValue),
+  },
+  { requiredKeys: [] },
+);
 
 /** Text frames: commands with junk inside, other JSON, non-JSON, many entries, and messages over the 32 KiB limit. */
 const frameArb: fc.Arbitrary<string | Buffer> = fc.oneof(
   { weight: 6, arbitrary: commandArb.map((c) => JSON.stringify(c)) },
-  { weight: 1, arbitrary: fc.record({ attrSubCmds: junkValue, tsSubCmds: fc.array(entryArb, { maxLength: 2 }) }).map((c) => JSON.stringify(c)) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ attrSubCmds: junkValue, tsSubCmds: fc.array(entryArb, { maxLength: 2 }) }).map((c) => JSON.stringify(c)),
+  },
   { weight: 1, arbitrary: junkValue.map((v) => JSON.stringify(v) ?? 'undefined') },
   { weight: 1, arbitrary: junkString },
-  { weight: 1, arbitrary: fc.constantFrom('{', '[' .repeat(5_000), '{"tsSubCmds":' + '['.repeat(3_000), 'null', '', '\u0000', '{"tsSubCmds":[]}') },
-  { weight: 1, arbitrary: fc.integer({ min: 101, max: 150 }).map((n) => JSON.stringify({ tsSubCmds: Array.from({ length: n }, (_, i) => ({ cmdId: i, entityId: myVenueId, keys: ['occupancy'] })) })) },
-  { weight: 1, arbitrary: fc.integer({ min: 33, max: 100 }).map((kib) => JSON.stringify({ tsSubCmds: [{ cmdId: 1, entityId: 'x'.repeat(kib * 1024), keys: ['occupancy'] }] })) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('{', '['.repeat(5_000), '{"tsSubCmds":' + '['.repeat(3_000), 'null', '', '\u0000', '{"tsSubCmds":[]}'),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 101, max: 150 })
+      .map((n) =>
+        JSON.stringify({ tsSubCmds: Array.from({ length: n }, (_, i) => ({ cmdId: i, entityId: myVenueId, keys: ['occupancy'] })) }),
+      ),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 33, max: 100 })
+      .map((kib) => JSON.stringify({ tsSubCmds: [{ cmdId: 1, entityId: 'x'.repeat(kib * 1024), keys: ['occupancy'] }] })),
+  },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)) },
 );
 
@@ -62,7 +101,12 @@ const frameArb: fc.Arbitrary<string | Buffer> = fc.oneof(
 function wellFormed(m: Msg): boolean {
   if (m.unparsable !== undefined) return false;
   if (m.errorCode !== undefined) {
-    return Object.keys(m).sort().join(',') === 'cmdId,errorCode,errorMsg' && (m.cmdId === null || Number.isInteger(m.cmdId)) && typeof m.errorCode === 'string' && typeof m.errorMsg === 'string';
+    return (
+      Object.keys(m).sort().join(',') === 'cmdId,errorCode,errorMsg' &&
+      (m.cmdId === null || Number.isInteger(m.cmdId)) &&
+      typeof m.errorCode === 'string' &&
+      typeof m.errorMsg === 'string'
+    );
   }
   if (m.data !== undefined) return Number.isInteger(m.cmdId) && m.data.venueId === myVenueId;
   return ['subscribed', 'unsubscribed'].includes(m.type) && (m.cmdId === null || Number.isInteger(m.cmdId));
@@ -85,10 +129,17 @@ describe('fuzzing /ws commands on a real edge', () => {
           return;
         }
         // The edge handles a connection's frames in order: once the probe is answered, so was the junk.
-        const probe = await client.command({ tsSubCmds: [{ cmdId: PROBE, entityId: myVenueId, keys: ['occupancy'] }] }, PROBE).catch((err: Error) => {
-          const shown = typeof frame === 'string' ? `text ${JSON.stringify(frame.slice(0, 200))} (${frame.length} chars)` : `binary ${frame.toString('hex').slice(0, 100)}`;
-          throw new Error(`no answer to the probe after ${shown}; closed ${JSON.stringify(client.closed)}; last ${JSON.stringify(client.messages.slice(-3)).slice(0, 600)} (${err.message.slice(0, 60)})`);
-        });
+        const probe = await client
+          .command({ tsSubCmds: [{ cmdId: PROBE, entityId: myVenueId, keys: ['occupancy'] }] }, PROBE)
+          .catch((err: Error) => {
+            const shown =
+              typeof frame === 'string'
+                ? `text ${JSON.stringify(frame.slice(0, 200))} (${frame.length} chars)`
+                : `binary ${frame.toString('hex').slice(0, 100)}`;
+            throw new Error(
+              `no answer to the probe after ${shown}; closed ${JSON.stringify(client.closed)}; last ${JSON.stringify(client.messages.slice(-3)).slice(0, 600)} (${err.message.slice(0, 60)})`,
+            );
+          });
         expect(probe, JSON.stringify(probe)).toMatchObject({ cmdId: PROBE });
         expect(client.closed, 'connection closed').toBeNull();
         const replies = client.messages.slice(from);

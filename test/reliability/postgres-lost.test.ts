@@ -20,7 +20,10 @@ describe('a Postgres connection lost in the middle of a transaction', () => {
       await new Promise((r) => setTimeout(r, 300));
       await client.query('SELECT 1');
     });
-    const err = await attempt.then(() => undefined, (e: unknown) => e);
+    const err = await attempt.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeDefined();
     // Found by the full chaos run: the next query on the broken client failed with pg's "not
     // queryable" error, which the api answered with a 500.

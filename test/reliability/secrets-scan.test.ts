@@ -35,7 +35,10 @@ interface Proc {
 const procs: Proc[] = [];
 
 function start(entry: string, extra: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['node_modules/vite-node/vite-node.mjs', entry], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['node_modules/vite-node/vite-node.mjs', entry], {
+    env: { ...env, ...extra },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const proc = { child, output: [] as string[] };
   child.stdout!.on('data', (d: Buffer) => proc.output.push(d.toString('utf8')));
   child.stderr!.on('data', (d: Buffer) => proc.output.push(d.toString('utf8')));
@@ -105,7 +108,10 @@ describe('secrets at rest and in logs', () => {
     needles.set(cfg.ADMIN_SECRET, 'admin key');
 
     // Keys: one created, then rotated (both are needles), and a near miss of the live one.
-    const created = await request(`${apiUrl}/api/operators`, { headers: admin, json: { name: 'Secret keeper', email: `sec-${hex(4)}@example.com`, plan: 'pro' } });
+    const created = await request(`${apiUrl}/api/operators`, {
+      headers: admin,
+      json: { name: 'Secret keeper', email: `sec-${hex(4)}@example.com`, plan: 'pro' },
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     needles.set(created.body.api_key, 'api key (rotated)');
     const rotated = await request(`${apiUrl}/api/keys/rotate`, { key: created.body.api_key, method: 'POST' });
@@ -120,30 +126,59 @@ describe('secrets at rest and in logs', () => {
     const venue = await request(`${apiUrl}/api/venues`, { key, json: { name: 'Secret venue', timezone: 'Europe/Berlin' } });
     expect(venue.status).toBe(201);
     venueId = venue.body.id;
-    const zone = await request(`${apiUrl}/api/venues/${venueId}/zones`, { key, json: { slug: 'door', name: 'Door', type: 'entrance', capacity: 5 } });
+    const zone = await request(`${apiUrl}/api/venues/${venueId}/zones`, {
+      key,
+      json: { slug: 'door', name: 'Door', type: 'entrance', capacity: 5 },
+    });
     expect(zone.status).toBe(201);
     zoneId = zone.body.id;
 
     // Every connector's secrets, created and then updated with new values.
     const configs: Record<string, () => Record<string, unknown>> = {
       meraki: () => ({ api_key: secret('meraki-api-key'), org_id: 'org-1', webhook_secret: secret('meraki-webhook') }),
-      aruba: () => ({ mode: 'central', base_url: 'https://central.example.com', customer_id: 'c1', client_id: 'id1', client_secret: secret('aruba-client'), streaming_key: secret('aruba-stream') }),
+      aruba: () => ({
+        mode: 'central',
+        base_url: 'https://central.example.com',
+        customer_id: 'c1',
+        client_id: 'id1',
+        client_secret: secret('aruba-client'),
+        streaming_key: secret('aruba-stream'),
+      }),
       unifi: () => ({ controller_url: 'https://unifi.example.com', username: 'admin', password: secret('unifi-password') }),
       mywifi: () => ({ dashboard_subdomain: 'venue', app_secret: secret('mywifi-app') }),
-      square: () => ({ location_id: 'L1', access_token: secret('square-token'), webhook_signature_key: secret('square-sig'), notification_url: 'https://hooks.example.com/square' }),
-      density: () => ({ api_token: secret('density-token'), webhook_header_name: 'X-Density', webhook_header_value: secret('density-header') }),
+      square: () => ({
+        location_id: 'L1',
+        access_token: secret('square-token'),
+        webhook_signature_key: secret('square-sig'),
+        notification_url: 'https://hooks.example.com/square',
+      }),
+      density: () => ({
+        api_token: secret('density-token'),
+        webhook_header_name: 'X-Density',
+        webhook_header_value: secret('density-header'),
+      }),
       verkada: () => ({ org_id: 'o1', api_key: secret('verkada-key'), webhook_secret: secret('verkada-webhook') }),
     };
     const integrations: Record<string, string> = {};
     for (const [connector, config] of Object.entries(configs)) {
-      const res = await request(`${apiUrl}/api/venues/${venueId}/integrations`, { key, json: { connector_type: connector, config: config() } });
+      const res = await request(`${apiUrl}/api/venues/${venueId}/integrations`, {
+        key,
+        json: { connector_type: connector, config: config() },
+      });
       expect(res.status, `${connector}: ${JSON.stringify(res.body)}`).toBe(201);
       integrations[connector] = res.body.id;
-      const upd = await request(`${apiUrl}/api/venues/${venueId}/integrations/${res.body.id}`, { key, method: 'PUT', json: { config: config() } });
+      const upd = await request(`${apiUrl}/api/venues/${venueId}/integrations/${res.body.id}`, {
+        key,
+        method: 'PUT',
+        json: { config: config() },
+      });
       expect(upd.status, `${connector}: ${JSON.stringify(upd.body)}`).toBe(200);
     }
     // A refused config carrying a secret (bad URL next to it) must not be logged either.
-    const refused = await request(`${apiUrl}/api/venues/${venueId}/integrations`, { key, json: { connector_type: 'unifi', config: { controller_url: 'http://plain', username: 'u', password: secret('refused-password') } } });
+    const refused = await request(`${apiUrl}/api/venues/${venueId}/integrations`, {
+      key,
+      json: { connector_type: 'unifi', config: { controller_url: 'http://plain', username: 'u', password: secret('refused-password') } },
+    });
     expect(refused.status).toBe(400);
 
     // A subscriber on the edge (the key in the URL), and one with a refused key.
@@ -156,12 +191,30 @@ describe('secrets at rest and in logs', () => {
     const ts = () => new Date(Date.now() - 2_000).toISOString();
     const batches: Array<{ connector: string; events: unknown[] }> = [
       { connector: 'meraki', events: [{ type: 'device_seen', timestamp: ts(), payload: { clientMac: mac('colon', true), rssi: 40 } }] },
-      { connector: 'aruba', events: [{ type: 'device_seen', timestamp: ts(), payload: { sta_eth_mac: mac('dash', false), associated: true } }] },
-      { connector: 'unifi', events: [{ type: 'device_seen', timestamp: ts(), payload: { mac: mac('bare', false) } }, { type: 'device_left', timestamp: ts(), payload: { mac: mac('colon', false) } }] },
+      {
+        connector: 'aruba',
+        events: [{ type: 'device_seen', timestamp: ts(), payload: { sta_eth_mac: mac('dash', false), associated: true } }],
+      },
+      {
+        connector: 'unifi',
+        events: [
+          { type: 'device_seen', timestamp: ts(), payload: { mac: mac('bare', false) } },
+          { type: 'device_left', timestamp: ts(), payload: { mac: mac('colon', false) } },
+        ],
+      },
       { connector: 'mywifi', events: [{ type: 'device_seen', timestamp: ts(), payload: { mac: mac('dash', true), consent: true } }] },
       // Bad events carrying a MAC: the rejection reasons and any dead-letter must not hold it.
-      { connector: 'meraki', events: [{ type: 'device_seen', timestamp: 'yesterday', payload: { clientMac: mac('bare', true) } }, { type: 'device_seen', timestamp: ts(), payload: { clientMac: `${mac('colon', false)}x` } }] },
-      { connector: 'density', events: [{ type: 'entry', timestamp: ts(), payload: { space_id: 'spc_1', doorway_id: 'drw_1', zone: 'door', count: 3 } }] },
+      {
+        connector: 'meraki',
+        events: [
+          { type: 'device_seen', timestamp: 'yesterday', payload: { clientMac: mac('bare', true) } },
+          { type: 'device_seen', timestamp: ts(), payload: { clientMac: `${mac('colon', false)}x` } },
+        ],
+      },
+      {
+        connector: 'density',
+        events: [{ type: 'entry', timestamp: ts(), payload: { space_id: 'spc_1', doorway_id: 'drw_1', zone: 'door', count: 3 } }],
+      },
       { connector: 'square', events: [{ type: 'heartbeat', timestamp: ts(), payload: { integration_id: integrations.square } }] },
     ];
     let accepted = 0;
@@ -180,7 +233,12 @@ describe('secrets at rest and in logs', () => {
     const mcp = await fetch(`${apiUrl}/mcp`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_venue', arguments: { venue_id: venueId } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'get_venue', arguments: { venue_id: venueId } },
+      }),
     });
     expect(mcp.status).toBe(200);
 
@@ -228,7 +286,8 @@ describe('secrets at rest and in logs', () => {
         const text = rows.map((r) => r.row).join('\n');
         look(`Postgres ${t.schema}.${t.name}`, text);
         // bytea shows as hex in a row's text form.
-        for (const [needle, what] of needles) if (text.includes(Buffer.from(needle).toString('hex'))) found.push(`${what} (as bytes) in Postgres ${t.name}`);
+        for (const [needle, what] of needles)
+          if (text.includes(Buffer.from(needle).toString('hex'))) found.push(`${what} (as bytes) in Postgres ${t.name}`);
       }
     } finally {
       await db.end();
@@ -239,7 +298,14 @@ describe('secrets at rest and in logs', () => {
       ch,
       chsql`SELECT table, name, type FROM system.columns WHERE database = ${cfg.CLICKHOUSE_DATABASE} ORDER BY table, name`,
     ).then((all) => all.filter((c) => /^(Array\()?(Nullable\(|LowCardinality\()*(String|FixedString)/.test(c.type)));
-    const engines = new Map((await chRows<{ name: string; engine: string }>(ch, chsql`SELECT name, engine FROM system.tables WHERE database = ${cfg.CLICKHOUSE_DATABASE}`)).map((t) => [t.name, t.engine]));
+    const engines = new Map(
+      (
+        await chRows<{ name: string; engine: string }>(
+          ch,
+          chsql`SELECT name, engine FROM system.tables WHERE database = ${cfg.CLICKHOUSE_DATABASE}`,
+        )
+      ).map((t) => [t.name, t.engine]),
+    );
     expect(columns.some((c) => c.table === 'events')).toBe(true);
     for (const c of columns) {
       if (/View|Kafka/.test(engines.get(c.table) ?? '')) continue;

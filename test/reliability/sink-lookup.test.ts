@@ -18,13 +18,22 @@ describe("the sink's lookup of stored event ids", () => {
     const venues = [randomUUID(), randomUUID()];
     const operatorId = randomUUID();
     const now = Math.floor(Date.now() / 1000);
-    const candidates = Array.from({ length: STORED_IDS_CHUNK * 5 + 7 }, (_, i) => ({ event_id: randomUUID(), operator_id: operatorId, venue_id: venues[i % 2]!, ts: now - i }));
+    const candidates = Array.from({ length: STORED_IDS_CHUNK * 5 + 7 }, (_, i) => ({
+      event_id: randomUUID(),
+      operator_id: operatorId,
+      venue_id: venues[i % 2]!,
+      ts: now - i,
+    }));
     // Stored: the oldest and the newest candidate of each venue, which land in different chunks.
     const picked = [candidates[0]!, candidates[1]!, candidates.at(-1)!, candidates.at(-2)!];
     await insertEvents(
       ch,
       picked.map((c, i) =>
-        toRow(event({ id: c.event_id, operatorId, venueId: c.venue_id, ts: c.ts * 1000 }), { topic: 'sink-lookup', partition: 0, offset: String(i), index: 0 }, { timezone: 'UTC', retentionDays: 365 }),
+        toRow(
+          event({ id: c.event_id, operatorId, venueId: c.venue_id, ts: c.ts * 1000 }),
+          { topic: 'sink-lookup', partition: 0, offset: String(i), index: 0 },
+          { timezone: 'UTC', retentionDays: 365 },
+        ),
       ),
     );
     const stored = await storedEventIds(ch, candidates);

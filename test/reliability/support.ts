@@ -26,7 +26,10 @@ export async function newVictim(api: RunningApi): Promise<Victim> {
   const op = await newOperator(api, 'pro');
   const venueName = `Victim-${randomBytes(6).toString('hex')}`;
   const venue = await newVenue(api, op.key, { name: venueName });
-  const zone = await request(`${api.url}/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'vz', name: `${venueName} hall`, type: 'area', capacity: 10 } });
+  const zone = await request(`${api.url}/api/venues/${venue.id}/zones`, {
+    key: op.key,
+    json: { slug: 'vz', name: `${venueName} hall`, type: 'area', capacity: 10 },
+  });
   if (zone.status !== 201) throw new Error(`victim zone: ${zone.status} ${JSON.stringify(zone.body)}`);
   const integration = await request(`${api.url}/api/venues/${venue.id}/integrations`, {
     key: op.key,
@@ -50,8 +53,15 @@ export function leaksOf(victim: Victim, sent: string, answer: string): string[] 
   const found: string[] = [];
   if (a.includes(victim.venueName.toLowerCase())) found.push('venue name');
   if (answer.includes(victim.op.key)) found.push('api key');
-  for (const [what, id] of Object.entries({ venueId: victim.venueId, zoneId: victim.zoneId, integrationId: victim.integrationId, alarmId: victim.alarmId, operatorId: victim.op.id })) {
-    if (a.includes(id.toLowerCase()) && !s.includes(id.toLowerCase()) && !s.includes(encodeURIComponent(id).toLowerCase())) found.push(what);
+  for (const [what, id] of Object.entries({
+    venueId: victim.venueId,
+    zoneId: victim.zoneId,
+    integrationId: victim.integrationId,
+    alarmId: victim.alarmId,
+    operatorId: victim.op.id,
+  })) {
+    if (a.includes(id.toLowerCase()) && !s.includes(id.toLowerCase()) && !s.includes(encodeURIComponent(id).toLowerCase()))
+      found.push(what);
   }
   return found;
 }
@@ -103,14 +113,40 @@ export const UNICODE_EDGES = [
   'İıſ',
 ];
 
-export const NUMBER_EDGES = [0, -0, -1, 1, 1.5, 2 ** 31 - 1, 2 ** 31, -(2 ** 31) - 1, 2 ** 53, -(2 ** 53), 2 ** 63, 1e308, -1e308, 5e-324, 1e-7];
+export const NUMBER_EDGES = [
+  0,
+  -0,
+  -1,
+  1,
+  1.5,
+  2 ** 31 - 1,
+  2 ** 31,
+  -(2 ** 31) - 1,
+  2 ** 53,
+  -(2 ** 53),
+  2 ** 63,
+  1e308,
+  -1e308,
+  5e-324,
+  1e-7,
+];
 
 export const junkString: fc.Arbitrary<string> = fc.oneof(
   { weight: 3, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
   { weight: 2, arbitrary: fc.constantFrom(...INJECTIONS, ...UNICODE_EDGES) },
   { weight: 1, arbitrary: fc.string({ unit: 'grapheme', maxLength: 20 }) },
   { weight: 1, arbitrary: fc.constantFrom('x'.repeat(300), 'é'.repeat(5_000), 'a'.repeat(100_000)) },
-  { weight: 1, arbitrary: fc.constantFrom('2024-13-45T99:99:99Z', '1970-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '-000001-01-01T00:00:00Z', '00000000-0000-0000-0000-000000000000', 'not-a-uuid') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '2024-13-45T99:99:99Z',
+      '1970-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999Z',
+      '-000001-01-01T00:00:00Z',
+      '00000000-0000-0000-0000-000000000000',
+      'not-a-uuid',
+    ),
+  },
 );
 
 export const junkNumber: fc.Arbitrary<number> = fc.oneof(fc.constantFrom(...NUMBER_EDGES), fc.integer(), fc.double({ noNaN: true }));
@@ -128,13 +164,23 @@ export const junkValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
 })).value;
 
 /** A JSON text nested far deeper than any parser likes. */
-export const deepJson = fc.constantFrom('['.repeat(10_000) + ']'.repeat(10_000), '{"a":'.repeat(5_000) + '1' + '}'.repeat(5_000), `{"events":${'['.repeat(3_000)}${']'.repeat(3_000)}}`);
+export const deepJson = fc.constantFrom(
+  '['.repeat(10_000) + ']'.repeat(10_000),
+  '{"a":'.repeat(5_000) + '1' + '}'.repeat(5_000),
+  `{"events":${'['.repeat(3_000)}${']'.repeat(3_000)}}`,
+);
 
 /** Raw bodies that are not JSON or not UTF-8. */
 export const rawJunkBody: fc.Arbitrary<Buffer> = fc.oneof(
-  fc.constantFrom('{', '{"a":', 'nan', '[1,,2]', '{"a":1}{"b":2}', '\u0000', 'null', '"x"', '1e999', '{"__proto__":{"admin":true}}').map((s) => Buffer.from(s)),
+  fc
+    .constantFrom('{', '{"a":', 'nan', '[1,,2]', '{"a":1}{"b":2}', '\u0000', 'null', '"x"', '1e999', '{"__proto__":{"admin":true}}')
+    .map((s) => Buffer.from(s)),
   fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
-  fc.constantFrom(Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x7d, 0x00]), Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]), Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d])),
+  fc.constantFrom(
+    Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x7d, 0x00]),
+    Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]),
+    Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]),
+  ),
   deepJson.map((s) => Buffer.from(s)),
 );
 
@@ -176,10 +222,12 @@ export function encodeLoosely(value: string): string {
 export const RAW_URL_PIECES = ['%', '%zz', '%E0%A4%A', '%00', '%FF', '%C0%AF', '%2e%2e', '..', '.', '%2F', '%252F', '+', '%20'];
 
 /** A header value the HTTP/1.1 framing can carry (no CR, LF or NUL), latin1 bytes included. */
-export const junkHeaderValue: fc.Arbitrary<string> = fc.oneof(
-  junkString.map((s) => Buffer.from(s, 'utf8').toString('latin1')),
-  fc.constantFrom('', ' ', '\t', 'x'.repeat(6_000), 'ÿ', 'Bearer', 'Bearer ', 'Basic Zm9vOmJhcg=='),
-).map((s) => s.replace(/[\r\n\0]/g, ''));
+export const junkHeaderValue: fc.Arbitrary<string> = fc
+  .oneof(
+    junkString.map((s) => Buffer.from(s, 'utf8').toString('latin1')),
+    fc.constantFrom('', ' ', '\t', 'x'.repeat(6_000), 'ÿ', 'Bearer', 'Bearer ', 'Basic Zm9vOmJhcg=='),
+  )
+  .map((s) => s.replace(/[\r\n\0]/g, ''));
 
 // ---- a raw HTTP/1.1 client --------------------------------------------------------------------
 
@@ -266,7 +314,11 @@ export function isEnvelope(text: string): boolean {
   try {
     const body = JSON.parse(text) as Record<string, unknown>;
     return (
-      typeof body === 'object' && body !== null && typeof body.error === 'string' && typeof body.code === 'string' && Object.keys(body).every((k) => ['error', 'code', 'details'].includes(k))
+      typeof body === 'object' &&
+      body !== null &&
+      typeof body.error === 'string' &&
+      typeof body.code === 'string' &&
+      Object.keys(body).every((k) => ['error', 'code', 'details'].includes(k))
     );
   } catch {
     return false;

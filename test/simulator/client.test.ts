@@ -28,16 +28,22 @@ async function serve(steps: Step[]): Promise<{ url: string; seen: Array<{ key: s
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
 }
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}): Step => (_req, res) => {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-};
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}): Step =>
+  (_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
 const drop: Step = (req) => req.socket.destroy();
 const events = [{ type: 'heartbeat', timestamp: '2026-01-01T00:00:00Z', payload: {} }];
 
 describe('simulator HTTP client', () => {
   it('resends the same batch with the same Idempotency-Key after a dropped connection and a 503', async () => {
-    const { url, seen } = await serve([drop, json(503, { error: 'down', code: 'SERVICE_UNAVAILABLE' }, { 'retry-after': '1' }), json(202, { accepted: 1, rejected: 0, errors: [] })]);
+    const { url, seen } = await serve([
+      drop,
+      json(503, { error: 'down', code: 'SERVICE_UNAVAILABLE' }, { 'retry-after': '1' }),
+      json(202, { accepted: 1, rejected: 0, errors: [] }),
+    ]);
     const client = new ApiClient({ url, log, key: 'vt_live_x' });
     const began = Date.now();
     const answer = await client.ingest('3f1c2a4e-0000-4000-8000-000000000000', 'meraki', events);

@@ -5,7 +5,11 @@ import { localDate, localParts, zonedTime } from '../../simulator/time.js';
 import { generate, type GeneratedEvent } from '../../simulator/traffic/index.js';
 import { VENUE_TEMPLATES, type SimVenue } from '../../simulator/venues.js';
 
-const venues: SimVenue[] = VENUE_TEMPLATES.slice(0, 4).map((t, i) => ({ ...t, id: `00000000-0000-4000-8000-00000000000${i}`, integrations: {} }));
+const venues: SimVenue[] = VENUE_TEMPLATES.slice(0, 4).map((t, i) => ({
+  ...t,
+  id: `00000000-0000-4000-8000-00000000000${i}`,
+  integrations: {},
+}));
 const DAY = 86_400_000;
 // A fixed stretch of time, so the expectations do not depend on today's date.
 const FROM = Date.UTC(2026, 2, 23, 0, 0); // Monday 23 March 2026 (UTC)
@@ -84,7 +88,9 @@ describe('traffic generators', () => {
     for (const v of venues) {
       const perHour = new Array<number>(24).fill(0);
       for (const c of v.connectors) {
-        for (const e of streams.get(`${v.key}/${c}`)!) if (e.event.type === 'entry' || e.event.type === 'device_seen' || e.event.type === 'transaction') perHour[localParts(e.ts, v.timezone).hour]! += 1;
+        for (const e of streams.get(`${v.key}/${c}`)!)
+          if (e.event.type === 'entry' || e.event.type === 'device_seen' || e.event.type === 'transaction')
+            perHour[localParts(e.ts, v.timezone).hour]! += 1;
       }
       for (const h of [1, 2, 3, 4, 5]) expect(perHour[h], `${v.key} ${h}:00`).toBe(0);
       const peak = perHour.indexOf(Math.max(...perHour));

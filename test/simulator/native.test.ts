@@ -22,7 +22,16 @@ import { ApiClient, ApiError } from '../../simulator/client.js';
 import { setUpFleet, type Fleet } from '../../simulator/fleet.js';
 import { openBetween, TrafficState } from '../../simulator/model.js';
 import { ensureCertificate } from '../../simulator/native/controller.js';
-import { FakeUnifiController, HookSender, NativeLinks, notificationUrl, translate, type Delivery, type LinkConfig, type UnifiRecord } from '../../simulator/native/index.js';
+import {
+  FakeUnifiController,
+  HookSender,
+  NativeLinks,
+  notificationUrl,
+  translate,
+  type Delivery,
+  type LinkConfig,
+  type UnifiRecord,
+} from '../../simulator/native/index.js';
 import { MAX_OBSERVATIONS } from '../../simulator/native/meraki.js';
 import { runSimulation, type RunStats, type SentBatch } from '../../simulator/runner.js';
 import { generate, type GeneratedEvent } from '../../simulator/traffic/index.js';
@@ -104,7 +113,18 @@ describe('native mode: translation into the vendors’ deliveries', () => {
       expect(keys.has(key), key).toBe(false);
       keys.add(key);
       for (const o of post.data.observations) {
-        expect(Object.keys(o).sort()).toEqual(['clientMac', 'ipv4', 'ipv6', 'location', 'manufacturer', 'os', 'rssi', 'seenEpoch', 'seenTime', 'ssid']);
+        expect(Object.keys(o).sort()).toEqual([
+          'clientMac',
+          'ipv4',
+          'ipv6',
+          'location',
+          'manufacturer',
+          'os',
+          'rssi',
+          'seenEpoch',
+          'seenTime',
+          'ssid',
+        ]);
         expect(o.rssi).toBeGreaterThan(0);
         expect(new Date(o.seenTime).getTime() / 1000).toBeCloseTo(o.seenEpoch, -0.5);
         expect(o.location).toMatchObject({ x: [], y: [] });
@@ -127,7 +147,9 @@ describe('native mode: translation into the vendors’ deliveries', () => {
     for (const d of t.deliveries) {
       const post = JSON.parse(d.body);
       expect(post).toMatchObject({ version: '3.0', secret: 's3cret-v3', type: 'WiFi', data: { networkId: expect.stringMatching(/^N_/) } });
-      const ms = new Set<number>(post.data.observations.map((o: { latestRecord: { time: string } }) => Math.floor(Date.parse(o.latestRecord.time) / 60_000)));
+      const ms = new Set<number>(
+        post.data.observations.map((o: { latestRecord: { time: string } }) => Math.floor(Date.parse(o.latestRecord.time) / 60_000)),
+      );
       expect(ms.size).toBe(1);
       expect(minutes.has([...ms][0]!)).toBe(false);
       minutes.add([...ms][0]!);
@@ -183,14 +205,27 @@ describe('native mode: translation into the vendors’ deliveries', () => {
         type: e.event.payload.event_type,
         event_id: e.event.payload.event_id,
         created_at: e.event.timestamp,
-        data: { type: 'payment', id: e.event.payload.payment_id, object: { payment: { id: e.event.payload.payment_id, status: e.event.payload.status, location_id: 'LSIMTOKYO', amount_money: e.event.payload.amount_money } } },
+        data: {
+          type: 'payment',
+          id: e.event.payload.payment_id,
+          object: {
+            payment: {
+              id: e.event.payload.payment_id,
+              status: e.event.payload.status,
+              location_id: 'LSIMTOKYO',
+              amount_money: e.event.payload.amount_money,
+            },
+          },
+        },
       });
       expect(body.merchant_id).toMatch(/^MLSIM/);
       const mapped = received(d, config);
       expect(mapped.events).toHaveLength(1);
       expect(mapped.events[0]).toMatchObject({ type: 'transaction', event_id: e.event.payload.event_id, timestamp: e.event.timestamp });
     });
-    expect(() => received(t.deliveries[0]!, { ...config, notification_url: 'https://elsewhere.example/hooks/x' })).toThrow(/does not match/);
+    expect(() => received(t.deliveries[0]!, { ...config, notification_url: 'https://elsewhere.example/hooks/x' })).toThrow(
+      /does not match/,
+    );
     expect(t.ingest.every((e) => e.malformed || e.event.type === 'heartbeat')).toBe(true);
   });
 
@@ -205,7 +240,12 @@ describe('native mode: translation into the vendors’ deliveries', () => {
       const d = t.deliveries[i]!;
       expect(d.headers(Date.now())).toEqual({ 'x-density-token': 'dens-value' });
       const body = JSON.parse(d.body);
-      expect(body).toMatchObject({ space_id: e.event.payload.space_id, doorway_id: e.event.payload.doorway_id, direction: e.event.type === 'entry' ? 1 : -1, count: e.event.payload.count });
+      expect(body).toMatchObject({
+        space_id: e.event.payload.space_id,
+        doorway_id: e.event.payload.doorway_id,
+        direction: e.event.type === 'entry' ? 1 : -1,
+        count: e.event.payload.count,
+      });
       expect(body.space_id).toMatch(/^spc_/);
       expect(body.doorway_id).toMatch(/^drw_/);
       const mapped = received(d, config);
@@ -218,7 +258,11 @@ describe('native mode: translation into the vendors’ deliveries', () => {
   it('Verkada: SV readings as sensor webhooks, Verkada-Signature ts|hex HMAC-SHA256(secret, body|ts) signed at send time', () => {
     const venue = byKey('sydney');
     const events = eventsOf(venue, 'verkada');
-    const t = translate('verkada', events, { venue, link: link(venue, 'verkada', { webhook_secret: 'vk-secret', org_id: 'sim-sydney-org' }), liveFrom: FROM });
+    const t = translate('verkada', events, {
+      venue,
+      link: link(venue, 'verkada', { webhook_secret: 'vk-secret', org_id: 'sim-sydney-org' }),
+      liveFrom: FROM,
+    });
     const readings = wanted(events, ['environment']);
     // One sensor alert per reading with a telemetry key: temperature, humidity, CO₂, noise.
     expect(t.deliveries).toHaveLength(readings.length * 4);
@@ -234,7 +278,11 @@ describe('native mode: translation into the vendors’ deliveries', () => {
     expect(body).toMatchObject({ org_id: 'sim-sydney-org', created_at: Math.floor(readings[0]!.ts / 1000) });
     expect(typeof body.webhook_type).toBe('string');
     expect(typeof body.webhook_id).toBe('string');
-    expect(body.data).toMatchObject({ reading: 'temperature', most_extreme_value: readings[0]!.event.payload.temperature, device_id: readings[0]!.event.payload.device_id });
+    expect(body.data).toMatchObject({
+      reading: 'temperature',
+      most_extreme_value: readings[0]!.event.payload.temperature,
+      device_id: readings[0]!.event.payload.device_id,
+    });
     expect(new Set(t.deliveries.map((x) => JSON.parse(x.body).webhook_id)).size).toBe(t.deliveries.length);
     const config = { webhook_secret: 'vk-secret', org_id: 'sim-sydney-org' };
     const metrics = new Map<string, number>();
@@ -271,7 +319,15 @@ describe('native mode: the fake UniFi controller', () => {
   let dir: string;
   let controller: FakeUnifiController;
   const now = Date.now();
-  const rec = (mac: string, lastSeenS: number): UnifiRecord => ({ mac, ap_mac: '00:18:0a:00:00:01', essid: 'Roasters WiFi', rssi: -60, first_seen: lastSeenS - 600, last_seen: lastSeenS, is_guest: true });
+  const rec = (mac: string, lastSeenS: number): UnifiRecord => ({
+    mac,
+    ap_mac: '00:18:0a:00:00:01',
+    essid: 'Roasters WiFi',
+    rssi: -60,
+    first_seen: lastSeenS - 600,
+    last_seen: lastSeenS,
+    is_guest: true,
+  });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sim-native-'));
@@ -295,12 +351,26 @@ describe('native mode: the fake UniFi controller', () => {
     const url = (path: string) => new URL(controller.url + path);
     const pin = controller.certificateSha256;
     // A wrong pin is refused by the poller's client before anything is sent.
-    await expect(httpsRequest({ method: 'GET', url: url('/api/s/sim-tokyo/stat/sta'), pin: '0'.repeat(64), timeoutMs: 5000 })).rejects.toThrow(/does not match the pinned/);
-    const bad = await httpsRequest({ method: 'POST', url: url('/api/login'), json: { username: 'sim-readonly-tokyo', password: 'nope' }, pin, timeoutMs: 5000 });
+    await expect(
+      httpsRequest({ method: 'GET', url: url('/api/s/sim-tokyo/stat/sta'), pin: '0'.repeat(64), timeoutMs: 5000 }),
+    ).rejects.toThrow(/does not match the pinned/);
+    const bad = await httpsRequest({
+      method: 'POST',
+      url: url('/api/login'),
+      json: { username: 'sim-readonly-tokyo', password: 'nope' },
+      pin,
+      timeoutMs: 5000,
+    });
     expect(bad.status).toBe(400);
     const anonymous = await httpsRequest({ method: 'GET', url: url('/api/s/sim-tokyo/stat/sta'), pin, timeoutMs: 5000 });
     expect(anonymous.status).toBe(401);
-    const login = await httpsRequest({ method: 'POST', url: url('/api/login'), json: { username: 'sim-readonly-tokyo', password: 'pw-tokyo' }, pin, timeoutMs: 5000 });
+    const login = await httpsRequest({
+      method: 'POST',
+      url: url('/api/login'),
+      json: { username: 'sim-readonly-tokyo', password: 'pw-tokyo' },
+      pin,
+      timeoutMs: 5000,
+    });
     expect(login.status).toBe(200);
     const cookie = String(login.headers['set-cookie']?.[0] ?? '').split(';')[0]!;
     expect(cookie).toMatch(/^unifises=/);
@@ -312,7 +382,12 @@ describe('native mode: the fake UniFi controller', () => {
 
     const s = Math.floor(now / 1000);
     // Backfill history (hours old) and two recent sightings of one client.
-    controller.add('sim-tokyo', [rec('aa:00:00:00:00:01', s - 7200), rec('aa:00:00:00:00:02', s - 3600), rec('aa:00:00:00:00:03', s - 120), rec('aa:00:00:00:00:03', s - 60)]);
+    controller.add('sim-tokyo', [
+      rec('aa:00:00:00:00:01', s - 7200),
+      rec('aa:00:00:00:00:02', s - 3600),
+      rec('aa:00:00:00:00:03', s - 120),
+      rec('aa:00:00:00:00:03', s - 60),
+    ]);
     expect(controller.pending()).toBe(4);
     const first = await poll();
     expect(first.status).toBe(200);
@@ -347,12 +422,31 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
     const cfg = testConfig({ KAFKA_TOPIC_PREFIX: prefix });
     api = await startApi(cfg);
     const { kafka, db, ch, producer, topics } = api.services;
-    sink = await runEventsSink(kafka, { groupId: `${prefix}.sink.events`, partitions: cfg.KAFKA_PARTITIONS, ch, db, producer, topics, log, batchRows: 5000, batchMs: 100, drainMs: 5000 });
+    sink = await runEventsSink(kafka, {
+      groupId: `${prefix}.sink.events`,
+      partitions: cfg.KAFKA_PARTITIONS,
+      ch,
+      db,
+      producer,
+      topics,
+      log,
+      batchRows: 5000,
+      batchMs: 100,
+      drainMs: 5000,
+    });
     // The pipeline's UniFi poller as apps/pipeline runs it, polling every second instead of every minute.
     pollers = startPollers({
       db,
       keyring: keyringFromConfig(cfg),
-      ingest: { db, publisher: api.services.publisher, topic: topics.events, reportsTopic: derivedTopicNames(prefix).ingestReports, pseudonyms: new Pseudonyms(cfg.PSEUDONYM_KEY), throughput: new Throughput(api.services.redis), log },
+      ingest: {
+        db,
+        publisher: api.services.publisher,
+        topic: topics.events,
+        reportsTopic: derivedTopicNames(prefix).ingestReports,
+        pseudonyms: new Pseudonyms(cfg.PSEUDONYM_KEY),
+        throughput: new Throughput(api.services.redis),
+        log,
+      },
       log,
       vendors: { unifi: unifiPoller },
       intervals: { unifi: 1000 },
@@ -368,14 +462,41 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
     const client = new ApiClient({ url: api.url, log });
     fleet = await setUpFleet({ client, log, operatorName: 'Sim Native', plan: 'pro', venues: 4, adminSecret: () => cfg.ADMIN_SECRET });
     // A fresh fleet: no receiver has its integrations cached, so no need to wait for the cache to expire.
-    native = await NativeLinks.start({ client, log, venues: fleet.venues, url: api.url, certDir: dir, stopping: () => stopFlag, settleMs: 0 });
+    native = await NativeLinks.start({
+      client,
+      log,
+      venues: fleet.venues,
+      url: api.url,
+      certDir: dir,
+      stopping: () => stopFlag,
+      settleMs: 0,
+    });
     // Two hours that end at the latest full hour when Berlin, Tokyo and Sydney are all open (their
     // Meraki, Density, Square and UniFi traffic); New York's Verkada sensors report day and night.
     const traffic = new TrafficState({ seed: 21, scale: 0.3, faults: false });
     start = Math.floor(Date.now() / HOUR) * HOUR;
-    const open = (t: number) => ['berlin', 'tokyo', 'sydney'].every((k) => openBetween(traffic, fleet.venues.find((v) => v.key === k)!, t - 2 * HOUR, t));
+    const open = (t: number) =>
+      ['berlin', 'tokyo', 'sydney'].every((k) =>
+        openBetween(
+          traffic,
+          fleet.venues.find((v) => v.key === k)!,
+          t - 2 * HOUR,
+          t,
+        ),
+      );
     while (!open(start) && start > Date.now() - 3 * 24 * HOUR) start -= HOUR;
-    stats = await runSimulation({ client, venues: fleet.venues, traffic, log, start, backfillFrom: start - 2 * HOUR, live: false, stopping: () => false, native, onBatch: (b) => batches.push(b) });
+    stats = await runSimulation({
+      client,
+      venues: fleet.venues,
+      traffic,
+      log,
+      start,
+      backfillFrom: start - 2 * HOUR,
+      live: false,
+      stopping: () => false,
+      native,
+      onBatch: (b) => batches.push(b),
+    });
     // The poller fetches what the controller still holds (every second here; once a minute in the pipeline).
     await native.controller!.waitServed(20_000);
   }, 120_000);
@@ -417,7 +538,8 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
   it('lands in ClickHouse: what the receivers and the poller took plus what stayed on /ingest, per connector', async () => {
     const expected: Record<string, number> = {};
     for (const [c, s] of Object.entries(stats.byConnector)) expected[c] = (expected[c] ?? 0) + s.accepted;
-    for (const [c, s] of Object.entries(native.stats)) expected[c] = (expected[c] ?? 0) + (c === 'unifi' ? native.controller!.stats.served : s.accepted);
+    for (const [c, s] of Object.entries(native.stats))
+      expected[c] = (expected[c] ?? 0) + (c === 'unifi' ? native.controller!.stats.served : s.accepted);
     const venueIds = fleet.venues.map((v) => v.id);
     const stored = async () =>
       Object.fromEntries(
@@ -445,7 +567,9 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
   });
   it('live: Berlin posts Meraki v2 once per AP per minute, Sydney v3 once per network per minute, all taken', async () => {
     // Ten minutes of the same afternoon, played at two minutes a second.
-    const venues = fleet.venues.filter((v) => v.key === 'berlin' || v.key === 'sydney').map((v) => ({ ...v, connectors: ['meraki' as const] }));
+    const venues = fleet.venues
+      .filter((v) => v.key === 'berlin' || v.key === 'sydney')
+      .map((v) => ({ ...v, connectors: ['meraki' as const] }));
     const posts: Delivery[] = [];
     const deliver = native.sender.deliver.bind(native.sender);
     native.sender.deliver = async (d) => {
@@ -455,12 +579,26 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
     const began = Date.now();
     const clock = () => start + (Date.now() - began) * 120;
     const traffic = new TrafficState({ seed: 21, scale: 1, faults: false, liveFrom: start, liveRate: 1 });
-    const live = await runSimulation({ client: new ApiClient({ url: api.url, log, key: fleet.state.operator.key }), venues, traffic, log, start, live: true, liveDurationMs: 10 * 60_000, now: clock, tickMs: 100, flushMs: 20_000, stopping: () => false, native });
+    const live = await runSimulation({
+      client: new ApiClient({ url: api.url, log, key: fleet.state.operator.key }),
+      venues,
+      traffic,
+      log,
+      start,
+      live: true,
+      liveDurationMs: 10 * 60_000,
+      now: clock,
+      tickMs: 100,
+      flushMs: 20_000,
+      stopping: () => false,
+      native,
+    });
     const end = clock();
     native.sender.deliver = deliver;
     expect(native.refusals).toEqual([]);
     expect(live.unexpected).toEqual([]);
-    const byVenue = (key: string) => posts.filter((d) => d.integrationId === fleet.venues.find((v) => v.key === key)!.integrations.meraki).map((d) => JSON.parse(d.body));
+    const byVenue = (key: string) =>
+      posts.filter((d) => d.integrationId === fleet.venues.find((v) => v.key === key)!.integrations.meraki).map((d) => JSON.parse(d.body));
     const berlin = byVenue('berlin');
     const sydney = byVenue('sydney');
     expect(berlin.length).toBeGreaterThan(3);
@@ -507,7 +645,18 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
     const client = new ApiClient({ url: api.url, log, key: fleet.state.operator.key });
     let progress: Record<string, number> = {};
     try {
-      await runSimulation({ client, venues, traffic: traffic(), log, start: to, backfillFrom: from, live: false, stopping: () => stopFlag, native, onProgress: (p) => (progress = p) });
+      await runSimulation({
+        client,
+        venues,
+        traffic: traffic(),
+        log,
+        start: to,
+        backfillFrom: from,
+        live: false,
+        stopping: () => stopFlag,
+        native,
+        onProgress: (p) => (progress = p),
+      });
     } finally {
       native.sender.deliver = deliver;
       stopFlag = false;
@@ -516,7 +665,18 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
     expect(delivered).toBeLessThan(100);
     // No stream got past a batch it did not finish.
     for (const v of venues) expect(progress[`${v.key}/verkada`] ?? from, v.key).toBe(from);
-    const resumed = await runSimulation({ client, venues, traffic: traffic(), log, start: to, backfillFrom: from, sentUntil: progress, live: false, stopping: () => false, native });
+    const resumed = await runSimulation({
+      client,
+      venues,
+      traffic: traffic(),
+      log,
+      start: to,
+      backfillFrom: from,
+      sentUntil: progress,
+      live: false,
+      stopping: () => false,
+      native,
+    });
     expect(resumed.unexpected).toEqual([]);
     // What the window holds: one sensor alert per reading, the rest (counts, occupancy, heartbeats) on /ingest.
     let webhooks = 0;
@@ -537,7 +697,10 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
                 GROUP BY kind ORDER BY kind`,
         )
       ).map((r) => ({ kind: r.kind, n: Number(r.n), u: Number(r.u) }));
-    const want = [{ kind: 'ingest', n: ingest, u: ingest }, { kind: 'webhook', n: webhooks, u: webhooks }];
+    const want = [
+      { kind: 'ingest', n: ingest, u: ingest },
+      { kind: 'webhook', n: webhooks, u: webhooks },
+    ];
     const deadline = Date.now() + 20_000;
     let got = await count();
     while (JSON.stringify(got) !== JSON.stringify(want) && Date.now() < deadline) {
@@ -551,11 +714,30 @@ describe('native mode end to end: --native --backfill 2h --no-live against a rea
     const path = `/api/venues/${tokyo.id}/integrations/${tokyo.integrations.unifi}`;
     const client = new ApiClient({ url: api.url, log, key: fleet.state.operator.key });
     const before = (await client.call<{ config: Record<string, unknown> }>('GET', path)).body.config;
-    expect(before).toMatchObject({ controller_url: native.controller!.url, certificate_sha256: native.controller!.certificateSha256, site: 'sim-tokyo', polling: true, password: '[REDACTED]' });
+    expect(before).toMatchObject({
+      controller_url: native.controller!.url,
+      certificate_sha256: native.controller!.certificateSha256,
+      site: 'sim-tokyo',
+      polling: true,
+      password: '[REDACTED]',
+    });
     const berlin = fleet.venues.find((v) => v.key === 'berlin')!;
-    const square = (await client.call<{ config: Record<string, unknown> }>('GET', `/api/venues/${berlin.id}/integrations/${berlin.integrations.square}`)).body.config;
-    expect(square).toMatchObject({ notification_url: `https://${new URL(api.url).host}/hooks/${berlin.integrations.square}`, webhook_signature_key: '[REDACTED]' });
-    const again = await setUpFleet({ client, log, operatorName: 'Sim Native', plan: 'pro', venues: 4, adminSecret: () => api.services.cfg.ADMIN_SECRET, state: fleet.state });
+    const square = (
+      await client.call<{ config: Record<string, unknown> }>('GET', `/api/venues/${berlin.id}/integrations/${berlin.integrations.square}`)
+    ).body.config;
+    expect(square).toMatchObject({
+      notification_url: `https://${new URL(api.url).host}/hooks/${berlin.integrations.square}`,
+      webhook_signature_key: '[REDACTED]',
+    });
+    const again = await setUpFleet({
+      client,
+      log,
+      operatorName: 'Sim Native',
+      plan: 'pro',
+      venues: 4,
+      adminSecret: () => api.services.cfg.ADMIN_SECRET,
+      state: fleet.state,
+    });
     expect(again.created).toEqual({ operator: false, venues: 0, zones: 0, integrations: 0 });
     expect((await client.call<{ config: Record<string, unknown> }>('GET', path)).body.config).toMatchObject({ polling: false });
   });
@@ -592,7 +774,10 @@ describe('native mode: the webhook sender', () => {
         events: 1,
         kind: 'verkada sensor_alert',
       };
-      answers = [{ status: 429, headers: { 'retry-after': '1' }, body: { error: 'rate limited' } }, { status: 503, headers: { 'retry-after': '1' }, body: { error: 'kafka' } }];
+      answers = [
+        { status: 429, headers: { 'retry-after': '1' }, body: { error: 'rate limited' } },
+        { status: 503, headers: { 'retry-after': '1' }, body: { error: 'kafka' } },
+      ];
       const began = clock.now();
       expect(await sender.deliver(d)).toEqual({ status: 200, accepted: 1, rejected: 0, ignored: 0 });
       expect(seen).toHaveLength(3);

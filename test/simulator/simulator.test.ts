@@ -43,7 +43,12 @@ describe('fleet simulator against a real API', () => {
       const key = first.state.operator.key;
       const venues = await request(`${api.url}/api/venues`, { key });
       expect(venues.body.total).toBe(4);
-      expect(venues.body.data.map((v: { timezone: string }) => v.timezone).sort()).toEqual(['America/New_York', 'Asia/Tokyo', 'Australia/Sydney', 'Europe/Berlin']);
+      expect(venues.body.data.map((v: { timezone: string }) => v.timezone).sort()).toEqual([
+        'America/New_York',
+        'Asia/Tokyo',
+        'Australia/Sydney',
+        'Europe/Berlin',
+      ]);
       const types = new Set<string>();
       for (const v of first.venues) {
         const template = VENUE_TEMPLATES.find((t) => t.key === v.key)!;
@@ -70,10 +75,26 @@ describe('fleet simulator against a real API', () => {
       const path = join(dir, 'state.json');
       saveState(path, first.state);
       expect(statSync(path).mode & 0o777).toBe(0o600);
-      const again = await setUpFleet({ client: newClient(), log, operatorName: 'Sim Setup', plan: 'pro', venues: 4, adminSecret: admin, state: loadState(path) });
+      const again = await setUpFleet({
+        client: newClient(),
+        log,
+        operatorName: 'Sim Setup',
+        plan: 'pro',
+        venues: 4,
+        adminSecret: admin,
+        state: loadState(path),
+      });
       expect(again.created).toEqual({ operator: false, venues: 0, zones: 0, integrations: 0 });
       expect(again.venues.map((v) => [v.id, v.integrations])).toEqual(first.venues.map((v) => [v.id, v.integrations]));
-      const byKey = await setUpFleet({ client: newClient(), log, operatorName: 'Sim Setup', plan: 'pro', venues: 4, adminSecret: admin, key: first.state.operator.key });
+      const byKey = await setUpFleet({
+        client: newClient(),
+        log,
+        operatorName: 'Sim Setup',
+        plan: 'pro',
+        venues: 4,
+        adminSecret: admin,
+        key: first.state.operator.key,
+      });
       expect(byKey.created).toEqual({ operator: false, venues: 0, zones: 0, integrations: 0 });
       expect(byKey.venues.map((v) => v.id)).toEqual(first.venues.map((v) => v.id));
       const venues = await request(`${api.url}/api/venues`, { key: first.state.operator.key });
@@ -83,7 +104,15 @@ describe('fleet simulator against a real API', () => {
     it('replaces a rotated key with the admin secret and keeps the fleet', async () => {
       const rotated = await request(`${api.url}/api/keys/rotate`, { method: 'POST', key: first.state.operator.key });
       expect(rotated.status).toBe(200);
-      const again = await setUpFleet({ client: newClient(), log, operatorName: 'Sim Setup', plan: 'pro', venues: 4, adminSecret: admin, state: first.state });
+      const again = await setUpFleet({
+        client: newClient(),
+        log,
+        operatorName: 'Sim Setup',
+        plan: 'pro',
+        venues: 4,
+        adminSecret: admin,
+        state: first.state,
+      });
       expect(again.state.operator.id).toBe(first.state.operator.id);
       expect(again.state.operator.key).not.toBe(first.state.operator.key);
       expect(again.created).toEqual({ operator: false, venues: 0, zones: 0, integrations: 0 });
@@ -92,7 +121,14 @@ describe('fleet simulator against a real API', () => {
     });
 
     it('never reuses another operator’s venues, and another operator cannot see or feed the fleet', async () => {
-      const other = await setUpFleet({ client: newClient(), log, operatorName: 'Sim Other', plan: 'starter', venues: 2, adminSecret: admin });
+      const other = await setUpFleet({
+        client: newClient(),
+        log,
+        operatorName: 'Sim Other',
+        plan: 'starter',
+        venues: 2,
+        adminSecret: admin,
+      });
       expect(other.created).toMatchObject({ operator: true, venues: 2 });
       const ours = (await request(`${api.url}/api/venues`, { key: first.state.operator.key })).body.data.map((v: { id: string }) => v.id);
       expect(ours).toHaveLength(4);
@@ -101,7 +137,11 @@ describe('fleet simulator against a real API', () => {
       expect((await request(`${api.url}/api/venues`, { key: stranger.key })).body.total).toBe(0);
       const intrusion = await request(`${api.url}/ingest`, {
         key: stranger.key,
-        json: { venue_id: first.venues[0]!.id, connector_type: 'meraki', events: [{ type: 'heartbeat', timestamp: new Date().toISOString(), payload: {} }] },
+        json: {
+          venue_id: first.venues[0]!.id,
+          connector_type: 'meraki',
+          events: [{ type: 'heartbeat', timestamp: new Date().toISOString(), payload: {} }],
+        },
       });
       expect(intrusion.status).toBe(403);
     });
@@ -144,7 +184,10 @@ describe('fleet simulator against a real API', () => {
         const bad = b.events.flatMap((e, i) => (e.malformed ? [i] : []));
         malformed += bad.length;
         expect(b.answer.errors.map((e) => e.index)).toEqual(bad);
-        for (const e of b.answer.errors) expect(e.reason).toMatch(/timestamp must be ISO 8601|unknown event type 'visit'|payload.zone 'decommissioned-zone' is not an active zone/);
+        for (const e of b.answer.errors)
+          expect(e.reason).toMatch(
+            /timestamp must be ISO 8601|unknown event type 'visit'|payload.zone 'decommissioned-zone' is not an active zone/,
+          );
         expect(b.answer.accepted).toBe(b.events.length - bad.length);
         accepted += b.answer.accepted;
         for (const e of b.events) expect(e.ts).toBeGreaterThanOrEqual(backfillFrom);
@@ -180,7 +223,10 @@ describe('fleet simulator against a real API', () => {
     });
 
     it('has devices returning on several local days, passers-by seen once or twice, and randomised MACs', () => {
-      const mac = (p: Record<string, unknown>) => String(p.clientMac ?? p.sta_eth_mac ?? p.mac).toLowerCase().replace(/-/g, ':');
+      const mac = (p: Record<string, unknown>) =>
+        String(p.clientMac ?? p.sta_eth_mac ?? p.mac)
+          .toLowerCase()
+          .replace(/-/g, ':');
       let returning = 0;
       let randomized = 0;
       for (const v of fleet.venues) {
@@ -196,8 +242,15 @@ describe('fleet simulator against a real API', () => {
         returning += [...days.values()].filter((d) => d.size >= 2).length;
         randomized += [...days.keys()].filter((m) => /^.[26ae]/.test(m)).length;
         const counts = [...sightings.values()];
-        if (v.connectors.includes('meraki') || v.connectors.includes('aruba')) expect(counts.some((c) => c <= 2), v.key).toBe(true);
-        expect(counts.some((c) => c >= 5), `${v.key}: long visits seen many times`).toBe(true);
+        if (v.connectors.includes('meraki') || v.connectors.includes('aruba'))
+          expect(
+            counts.some((c) => c <= 2),
+            v.key,
+          ).toBe(true);
+        expect(
+          counts.some((c) => c >= 5),
+          `${v.key}: long visits seen many times`,
+        ).toBe(true);
       }
       expect(returning).toBeGreaterThan(0);
       expect(randomized).toBeGreaterThan(0);
@@ -206,7 +259,9 @@ describe('fleet simulator against a real API', () => {
     it('peaks in local daytime hours and is silent at night, in every venue', () => {
       for (const v of fleet.venues) {
         const perHour = new Array<number>(24).fill(0);
-        for (const e of sent()) if (e.venue.key === v.key && !e.malformed && (e.event.type === 'entry' || e.event.type === 'device_seen')) perHour[localParts(e.ts, v.timezone).hour]! += 1;
+        for (const e of sent())
+          if (e.venue.key === v.key && !e.malformed && (e.event.type === 'entry' || e.event.type === 'device_seen'))
+            perHour[localParts(e.ts, v.timezone).hour]! += 1;
         for (const h of [1, 2, 3, 4, 5]) expect(perHour[h], `${v.key} ${h}:00`).toBe(0);
         // A small sample: the peak hour may be a café's breakfast or a bar's late evening, never the night.
         const peak = perHour.indexOf(Math.max(...perHour));
@@ -222,7 +277,8 @@ describe('fleet simulator against a real API', () => {
       const events = sent().filter((e) => !e.malformed);
       const env = events.filter((e) => e.event.type === 'environment');
       expect(env.length).toBeGreaterThan(0);
-      for (const field of ['temperature', 'co2', 'humidity', 'noise']) expect(env.every((e) => typeof e.event.payload[field] === 'number')).toBe(true);
+      for (const field of ['temperature', 'co2', 'humidity', 'noise'])
+        expect(env.every((e) => typeof e.event.payload[field] === 'number')).toBe(true);
       for (const v of fleet.venues) {
         for (const c of v.connectors) {
           const beats = events.filter((e) => e.venue.key === v.key && e.connector === c && e.event.type === 'heartbeat');
@@ -291,13 +347,24 @@ describe('fleet simulator against a real API', () => {
     }
     for (const b of batches) expect(b.answer).toMatchObject({ accepted: b.events.length, rejected: 0 });
     // Every stream is recorded as sent up to the end of the live part.
-    for (const v of fleet.venues) for (const c of v.connectors) expect(progress[`${v.key}/${c}`], `${v.key}/${c}`).toBeGreaterThanOrEqual(windowStart + 3_000);
+    for (const v of fleet.venues)
+      for (const c of v.connectors) expect(progress[`${v.key}/${c}`], `${v.key}/${c}`).toBeGreaterThanOrEqual(windowStart + 3_000);
 
     // Asked to stop: the run ends after at most the batch in flight.
     let stop = false;
     setTimeout(() => (stop = true), 1_500);
     const began = Date.now();
-    await runSimulation({ client, venues: fleet.venues, traffic: new TrafficState({ ...options, liveFrom: Date.now() }), log, start: Date.now(), live: true, tickMs: 500, flushMs: 1_000, stopping: () => stop });
+    await runSimulation({
+      client,
+      venues: fleet.venues,
+      traffic: new TrafficState({ ...options, liveFrom: Date.now() }),
+      log,
+      start: Date.now(),
+      live: true,
+      tickMs: 500,
+      flushMs: 1_000,
+      stopping: () => stop,
+    });
     expect(Date.now() - began).toBeLessThan(10_000);
   });
 
@@ -319,7 +386,11 @@ describe('fleet simulator against a real API', () => {
       expect(probe.status).toBe(429);
       const retryAfter = Number(probe.headers.get('retry-after'));
       expect(retryAfter).toBeGreaterThan(30);
-      const events = Array.from({ length: 5 }, (_, i) => ({ type: 'heartbeat', timestamp: new Date(Date.now() - i * 1000).toISOString(), payload: { status: 'ok' } }));
+      const events = Array.from({ length: 5 }, (_, i) => ({
+        type: 'heartbeat',
+        timestamp: new Date(Date.now() - i * 1000).toISOString(),
+        payload: { status: 'ok' },
+      }));
       const client = new ApiClient({ url: api.url, log, key, clock });
       const began = clock.now();
       const answer = await client.ingest(fleet.venues[0]!.id, 'meraki', events);

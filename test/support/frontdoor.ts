@@ -70,7 +70,8 @@ export async function startFrontDoor(upstreams: { apiPort: number | number[]; ed
 /** The compose deployment's front door: deploy/nginx.conf with the container paths, hosts and port made local. */
 export async function startDeployFrontDoor(upstreams: { apiPort: number; edgePort: number }): Promise<FrontDoor> {
   const dir = tempDir();
-  for (const f of ['frontdoor-logging.conf', 'frontdoor-errors.conf', 'frontdoor-web.conf']) fs.copyFileSync(repoPath('stack', 'nginx', f), path.join(dir, f));
+  for (const f of ['frontdoor-logging.conf', 'frontdoor-errors.conf', 'frontdoor-web.conf'])
+    fs.copyFileSync(repoPath('stack', 'nginx', f), path.join(dir, f));
   fs.mkdirSync(path.join(dir, 'logs'));
   const port = await freePort();
   let conf = fs.readFileSync(repoPath('deploy', 'nginx.conf'), 'utf8');

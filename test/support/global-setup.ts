@@ -29,7 +29,9 @@ export default async function setup(): Promise<() => Promise<void>> {
   await pgAdmin.connect();
   const dbBase = new URL(base.DATABASE_URL).pathname.slice(1) || 'venue';
   const testDb = `${dbBase}_test_${runId}`;
-  const { rows } = await pgAdmin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [`${dbBase}\\_test\\_%`]);
+  const { rows } = await pgAdmin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE $1`, [
+    `${dbBase}\\_test\\_%`,
+  ]);
   for (const { datname } of rows) {
     if (isStale(datname.split('_').pop())) await pgAdmin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
   }
@@ -37,7 +39,9 @@ export default async function setup(): Promise<() => Promise<void>> {
 
   const chTestDb = `${base.CLICKHOUSE_DATABASE}_test_${runId}`;
   const chAdmin = createClient({ url: base.CLICKHOUSE_URL, username: base.CLICKHOUSE_USER, password: base.CLICKHOUSE_PASSWORD });
-  const chDbs = (await (await chAdmin.query({ query: 'SELECT name FROM system.databases', format: 'JSONEachRow' })).json()) as Array<{ name: string }>;
+  const chDbs = (await (await chAdmin.query({ query: 'SELECT name FROM system.databases', format: 'JSONEachRow' })).json()) as Array<{
+    name: string;
+  }>;
   for (const { name } of chDbs) {
     if (name.startsWith(`${base.CLICKHOUSE_DATABASE}_test_`) && isStale(name.split('_').pop())) {
       await chAdmin.command({ query: `DROP DATABASE IF EXISTS ${name}` });

@@ -41,11 +41,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Free ports: bound to port 0 together (so they differ), then released for the broker. */
 async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<net.Server>((resolve, reject) => {
-      const s = net.createServer();
-      s.once('error', reject);
-      s.listen(0, HOST, () => resolve(s));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<net.Server>((resolve, reject) => {
+          const s = net.createServer();
+          s.once('error', reject);
+          s.listen(0, HOST, () => resolve(s));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
   await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
@@ -90,13 +94,22 @@ export async function startKafkaBroker(): Promise<KafkaBroker> {
   }
   if (/\{\{[A-Z_]+\}\}/.test(props)) throw new Error(`${TEMPLATE}: unknown placeholder`);
   // The template already has these; stated here because the tests rely on them.
-  props += '\n# test broker\ngroup.initial.rebalance.delay.ms=0\noffsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n';
+  props +=
+    '\n# test broker\ngroup.initial.rebalance.delay.ms=0\noffsets.topic.replication.factor=1\ntransaction.state.log.replication.factor=1\n';
   fs.writeFileSync(propsFile, props);
 
   const javaArgs = (main: string[]) => [
-    '-Xms128m', '-Xmx256m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-XX:+ExitOnOutOfMemoryError',
-    '-Djava.awt.headless=true', '-Djava.net.preferIPv4Stack=true', `-Dlog4j.configuration=file:${LOG4J}`,
-    '-cp', `${LIBS}/*`, ...main,
+    '-Xms128m',
+    '-Xmx256m',
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=1',
+    '-XX:+ExitOnOutOfMemoryError',
+    '-Djava.awt.headless=true',
+    '-Djava.net.preferIPv4Stack=true',
+    `-Dlog4j.configuration=file:${LOG4J}`,
+    '-cp',
+    `${LIBS}/*`,
+    ...main,
   ];
 
   let out = '';
@@ -144,9 +157,12 @@ export async function startKafkaBroker(): Promise<KafkaBroker> {
     for (;;) {
       if (out.slice(from).includes('Kafka Server started') && (await portOpen(port))) return;
       if (spawnError || proc.exitCode !== null || proc.signalCode !== null) {
-        throw new Error(`the test broker exited during start-up (${spawnError?.message ?? proc.exitCode ?? proc.signalCode}):\n${tail(out.slice(from))}`);
+        throw new Error(
+          `the test broker exited during start-up (${spawnError?.message ?? proc.exitCode ?? proc.signalCode}):\n${tail(out.slice(from))}`,
+        );
       }
-      if (Date.now() > deadline) throw new Error(`the test broker was not ready within ${READY_TIMEOUT_MS / 1000}s:\n${tail(out.slice(from))}`);
+      if (Date.now() > deadline)
+        throw new Error(`the test broker was not ready within ${READY_TIMEOUT_MS / 1000}s:\n${tail(out.slice(from))}`);
       await sleep(100);
     }
   };

@@ -35,12 +35,33 @@ export async function startServiceStack(name: string): Promise<ServiceStack> {
   };
   try {
     const sink = await runEventsSink(kafka, {
-      groupId: `${prefix}.sink.events`, partitions: cfg.KAFKA_PARTITIONS, ch, db, producer, topics, log, batchRows: 5000, batchMs: 200, drainMs: 5000,
+      groupId: `${prefix}.sink.events`,
+      partitions: cfg.KAFKA_PARTITIONS,
+      ch,
+      db,
+      producer,
+      topics,
+      log,
+      batchRows: 5000,
+      batchMs: 200,
+      drainMs: 5000,
     });
     stops.push(() => sink.stop());
     const processors = await runProcessors({
-      kafka, db, ch, producer, log, prefix, partitions: cfg.KAFKA_PARTITIONS, events: topics.events, deadLetter: topics.deadLetter,
-      derived: derivedTopicNames(prefix), batchRows: 5000, batchMs: 100, drainMs: 5000, tickMs: 300,
+      kafka,
+      db,
+      ch,
+      producer,
+      log,
+      prefix,
+      partitions: cfg.KAFKA_PARTITIONS,
+      events: topics.events,
+      deadLetter: topics.deadLetter,
+      derived: derivedTopicNames(prefix),
+      batchRows: 5000,
+      batchMs: 100,
+      drainMs: 5000,
+      tickMs: 300,
     });
     stops.push(() => processors.stop());
     const rules = await runAlarmRules({ kafka, db, log, publisher, prefix, tickMs: 300, commitIntervalMs: 0 });

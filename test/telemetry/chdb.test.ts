@@ -5,7 +5,13 @@ import { migrateClickhouse, serverExecutor, type ChExecutor } from '../../clickh
 import { operatorActivitySql, operatorEventCountSql } from '../../clickhouse/queries/dashboard.js';
 import { insertEvents, storedEventIdsSql, storedOffsetsSql } from '../../clickhouse/queries/events.js';
 import { activePartitionsSql, dropPartitionSql, optimizePartitionSql, splitPartitionsSql } from '../../clickhouse/queries/retention.js';
-import { AGGREGATIONS, telemetryPointsSql, telemetrySeriesSql, type EpochSeriesQuery, type SeriesQuery } from '../../clickhouse/queries/telemetry.js';
+import {
+  AGGREGATIONS,
+  telemetryPointsSql,
+  telemetrySeriesSql,
+  type EpochSeriesQuery,
+  type SeriesQuery,
+} from '../../clickhouse/queries/telemetry.js';
 import type { CanonicalEvent } from '../../lib/events/canonical.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { planBuckets } from '../../domain/telemetry/buckets.js';
@@ -38,7 +44,9 @@ beforeAll(async () => {
     else if (i % 3 === 1) events.push(event({ ...at, type: 'entry', metrics: { entries: 1 + (i % 4) } }));
     else events.push(event({ ...at, type: 'device_seen', device: `d-${i % 5}` }));
   }
-  const rows = events.map((e, i) => toRow(e, { topic, partition: i % 2, offset: String(i), index: 0 }, { timezone: 'Europe/Berlin', retentionDays: 365 }));
+  const rows = events.map((e, i) =>
+    toRow(e, { topic, partition: i % 2, offset: String(i), index: 0 }, { timezone: 'Europe/Berlin', retentionDays: 365 }),
+  );
   await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join('\n')}`);
   await insertEvents(server, rows);
 });
@@ -69,7 +77,10 @@ describe('the service queries on current ClickHouse and on 18.16', () => {
         for (const key of q.keys) {
           const got = rows.filter((r) => r.key === key).map((r) => ({ ts: plan.startOf(r.t), value: r.value }));
           const want = expectedSeries(events, key, agg as Agg, bucketOf);
-          expect(got.map((p) => p.ts), `${key} ${agg} ${interval}`).toEqual(want.map((p) => p.ts));
+          expect(
+            got.map((p) => p.ts),
+            `${key} ${agg} ${interval}`,
+          ).toEqual(want.map((p) => p.ts));
           got.forEach((p, i) => expect(p.value).toBeCloseTo(want[i]!.value, 9));
           expect(want.length).toBeGreaterThan(0);
         }
@@ -89,13 +100,18 @@ describe('the service queries on current ClickHouse and on 18.16', () => {
           expect(points, `${key} ${agg} ${interval}`).toEqual(want);
         }
         expect(rows.some((r) => r.key === 'temperature')).toBe(true);
-        expect(rows.some((r) => r.key === 'noise'), 'a key without data').toBe(false);
+        expect(
+          rows.some((r) => r.key === 'noise'),
+          'a key without data',
+        ).toBe(false);
       }
     }
   });
 
   it('answer the dashboard and sink queries', async () => {
-    const [count] = await onBoth<{ events: number }>(operatorEventCountSql({ operatorId, fromSec: base / 1000, toSec: (base + DAY) / 1000 }));
+    const [count] = await onBoth<{ events: number }>(
+      operatorEventCountSql({ operatorId, fromSec: base / 1000, toSec: (base + DAY) / 1000 }),
+    );
     expect(count!.events).toBe(events.filter((e) => e.ts < base + DAY).length);
     const activity = await onBoth<{ t: number; key: string; value: number }>(
       operatorActivitySql({ operatorId, fromSec: base / 1000, toSec: (base + 3 * DAY) / 1000, bucketSec: 86_400 }),
@@ -106,7 +122,15 @@ describe('the service queries on current ClickHouse and on 18.16', () => {
     );
     expect(stored.map((r) => Number(r.offset)).sort((a, b) => a - b)).toEqual([11, 13, 15, 17, 19]);
     expect(stored.every((r) => r.partition === 1)).toBe(true);
-    const ids = await onBoth<{ id: string }>(storedEventIdsSql({ ids: [events[3]!.id, randomUUID()], operatorIds: [operatorId], venueIds: [events[3]!.venueId], fromTs: 0, toTs: 2 ** 32 - 1 }));
+    const ids = await onBoth<{ id: string }>(
+      storedEventIdsSql({
+        ids: [events[3]!.id, randomUUID()],
+        operatorIds: [operatorId],
+        venueIds: [events[3]!.venueId],
+        fromTs: 0,
+        toTs: 2 ** 32 - 1,
+      }),
+    );
     expect(ids).toEqual([{ id: events[3]!.id }]);
   });
 
@@ -122,7 +146,11 @@ describe('the service queries on current ClickHouse and on 18.16', () => {
 
   it('find partitions in several parts and merge one by id', async () => {
     const [, current] = engines[0]!;
-    const row = toRow(event({ operatorId, venueId, ts: base + 60_000, metrics: { temperature: 30 } }), { topic, partition: 0, offset: '1000', index: 0 }, { timezone: 'Europe/Berlin', retentionDays: 365 });
+    const row = toRow(
+      event({ operatorId, venueId, ts: base + 60_000, metrics: { temperature: 30 } }),
+      { topic, partition: 0, offset: '1000', index: 0 },
+      { timezone: 'Europe/Berlin', retentionDays: 365 },
+    );
     // No background merge between the insert and the look: the partition is in two parts.
     await current.exec('SYSTEM STOP MERGES telemetry_1m');
     await current.exec(`INSERT INTO events FORMAT JSONEachRow\n${JSON.stringify(row)}`);

@@ -35,7 +35,9 @@ beforeAll(async () => {
   // Active integrations of active venues: one of a's three is deleted and one switched off; b's two count; gone's does not.
   const [a1, a2] = [await integration(op.key, a), await integration(op.key, a), await integration(op.key, a)];
   expect((await request(`${api.url}/api/venues/${a}/integrations/${a1}`, { key: op.key, method: 'DELETE' })).status).toBe(200);
-  expect((await request(`${api.url}/api/venues/${a}/integrations/${a2}`, { key: op.key, method: 'PUT', json: { is_active: false } })).status).toBe(200);
+  expect(
+    (await request(`${api.url}/api/venues/${a}/integrations/${a2}`, { key: op.key, method: 'PUT', json: { is_active: false } })).status,
+  ).toBe(200);
   await integration(op.key, b);
   await integration(op.key, b);
   await integration(op.key, gone);
@@ -47,10 +49,13 @@ beforeAll(async () => {
     mine.push(event({ ...at, type: k % 3 === 0 ? 'entry' : 'exit', metrics: k % 3 === 0 ? { entries: k } : { exits: 1 } }));
     mine.push(event({ ...at, metrics: { temperature: 20 } }));
   }
-  for (const days of [3, 20, 40, 100]) mine.push(event({ operatorId: op.id, venueId: a, ts: now - days * DAY, type: 'entry', metrics: { entries: 2 } }));
+  for (const days of [3, 20, 40, 100])
+    mine.push(event({ operatorId: op.id, venueId: a, ts: now - days * DAY, type: 'entry', metrics: { entries: 2 } }));
   // A venue deleted later still counts with its history.
   mine.push(event({ operatorId: op.id, venueId: gone, ts: now - 2 * HOUR, type: 'exit', metrics: { exits: 4 } }));
-  const theirs = Array.from({ length: 10 }, (_, i) => event({ operatorId: other.id, venueId: foreign, ts: now - i * HOUR, type: 'entry', metrics: { entries: 9 } }));
+  const theirs = Array.from({ length: 10 }, (_, i) =>
+    event({ operatorId: other.id, venueId: foreign, ts: now - i * HOUR, type: 'entry', metrics: { entries: 9 } }),
+  );
 
   await produce(h, [...mine, ...theirs]);
   const group = `dashboard-test-${Date.now()}`;

@@ -103,11 +103,20 @@ function aggregate(values: number[], agg: Agg): number {
 }
 
 /** Same buckets, same values (floats to 9 significant digits). */
-export function expectSeries(got: Array<{ ts: number; value: number | null }>, want: Array<{ ts: number; value: number }>, label: string): void {
-  expect(got.map((p) => p.ts), `${label}: bucket starts`).toEqual(want.map((p) => p.ts));
+export function expectSeries(
+  got: Array<{ ts: number; value: number | null }>,
+  want: Array<{ ts: number; value: number }>,
+  label: string,
+): void {
+  expect(
+    got.map((p) => p.ts),
+    `${label}: bucket starts`,
+  ).toEqual(want.map((p) => p.ts));
   got.forEach((p, i) => {
     const w = want[i]!.value;
     expect(typeof p.value, `${label} @${p.ts}`).toBe('number');
-    expect(Math.abs(p.value! - w), `${label} @${new Date(p.ts).toISOString()}: ${p.value} vs ${w}`).toBeLessThanOrEqual(Math.abs(w) * 1e-9 + 1e-9);
+    expect(Math.abs(p.value! - w), `${label} @${new Date(p.ts).toISOString()}: ${p.value} vs ${w}`).toBeLessThanOrEqual(
+      Math.abs(w) * 1e-9 + 1e-9,
+    );
   });
 }

@@ -39,7 +39,8 @@ function busyHours(operatorId: string, venueId: string): CanonicalEvent[] {
   const out: CanonicalEvent[] = [];
   for (let i = 0, ts = base; ts < base + 3 * HOUR; i++, ts += 23_000) {
     const at = { operatorId, venueId, ts };
-    if (i % 5 === 0) out.push(event({ ...at, type: 'environment', metrics: { temperature: 15 + ((i * 7) % 100) / 10, humidity: 30 + (i % 40) } }));
+    if (i % 5 === 0)
+      out.push(event({ ...at, type: 'environment', metrics: { temperature: 15 + ((i * 7) % 100) / 10, humidity: 30 + (i % 40) } }));
     else if (i % 5 === 1) out.push(event({ ...at, type: 'entry', metrics: { entries: 1 + (i % 4) } }));
     else if (i % 5 === 2) out.push(event({ ...at, type: 'exit', metrics: { exits: 1 + (i % 3) } }));
     else if (i % 5 === 3) out.push(event({ ...at, type: 'device_seen', device: deviceId(`d-${i % 29}`) }));
@@ -144,7 +145,13 @@ describe('GET /api/venues/:id/telemetry', () => {
     const to = fallBack + 5 * DAY;
     await check(venue.berlin, from, to, DAY, dayBucketer(from, to, 1, BERLIN), ['temperature', 'entries', 'devices']);
     await check(venue.berlin, from, to, 2 * DAY, dayBucketer(from, to, 2, BERLIN), ['temperature', 'entries', 'devices']);
-    const res = await telemetry(venue.berlin, { keys: 'entries', startTs: fallBack - DAY, endTs: fallBack + 47 * HOUR, interval: DAY, agg: 'COUNT' });
+    const res = await telemetry(venue.berlin, {
+      keys: 'entries',
+      startTs: fallBack - DAY,
+      endTs: fallBack + 47 * HOUR,
+      interval: DAY,
+      agg: 'COUNT',
+    });
     const starts = res.body.entries.map((p: { ts: number }) => p.ts);
     // Local midnights: CEST (UTC+2) before the switch, CET (UTC+1) after; the switch day lasts 25 h.
     expect(starts).toEqual([fallBack - 2 * HOUR, fallBack + DAY - HOUR]);
@@ -155,7 +162,13 @@ describe('GET /api/venues/:id/telemetry', () => {
     const from = springForward - 2 * DAY;
     const to = springForward + 3 * DAY;
     await check(venue.berlin, from, to, DAY, dayBucketer(from, to, 1, BERLIN), ['temperature', 'entries', 'devices']);
-    const res = await telemetry(venue.berlin, { keys: 'entries', startTs: springForward - HOUR, endTs: springForward + 2 * DAY, interval: DAY, agg: 'SUM' });
+    const res = await telemetry(venue.berlin, {
+      keys: 'entries',
+      startTs: springForward - HOUR,
+      endTs: springForward + 2 * DAY,
+      interval: DAY,
+      agg: 'SUM',
+    });
     const starts = res.body.entries.map((p: { ts: number }) => p.ts);
     expect(starts[1] - starts[0]).toBe(23 * HOUR);
   });
@@ -206,7 +219,12 @@ describe('GET /api/venues/:id/telemetry', () => {
 
   it('defaults to hourly AVG', async () => {
     const res = await telemetry(venue.utc, { keys: 'temperature', startTs: base, endTs: base + 3 * HOUR });
-    const want = expectedSeries(events.filter((e) => e.venueId === venue.utc), 'temperature', 'AVG', epochBucketer(base, base + 3 * HOUR, HOUR));
+    const want = expectedSeries(
+      events.filter((e) => e.venueId === venue.utc),
+      'temperature',
+      'AVG',
+      epochBucketer(base, base + 3 * HOUR, HOUR),
+    );
     expectSeries(res.body.temperature, want, 'default');
   });
 
@@ -279,7 +297,12 @@ describe('GET /api/venues/:id/telemetry', () => {
     expect(anonymous.status).toBe(401);
     // The other operator's own data is there, and only theirs.
     const theirs = await telemetry(venue.foreign, { ...q, agg: 'COUNT', keys: 'temperature' }, other.key);
-    const want = expectedSeries(events.filter((e) => e.venueId === venue.foreign), 'temperature', 'COUNT', epochBucketer(base, base + HOUR, HOUR));
+    const want = expectedSeries(
+      events.filter((e) => e.venueId === venue.foreign),
+      'temperature',
+      'COUNT',
+      epochBucketer(base, base + HOUR, HOUR),
+    );
     expectSeries(theirs.body.temperature, want, 'foreign');
   });
 });
@@ -308,17 +331,29 @@ describe('telemetry across a plan change', () => {
     await h.ch.insert({
       table: 'derived_occupancy',
       format: 'JSONEachRow',
-      values: [{
-        operator_id: changer.id, venue_id: venueId, ts: (hour + 5 * MINUTE) / 1000, ts_ms: 0,
-        local_day: new Date(hour).toISOString().slice(0, 10), value: 42, retention_days: 7, live: 1, version: 1,
-      }],
+      values: [
+        {
+          operator_id: changer.id,
+          venue_id: venueId,
+          ts: (hour + 5 * MINUTE) / 1000,
+          ts_ms: 0,
+          local_day: new Date(hour).toISOString().slice(0, 10),
+          value: 42,
+          retention_days: 7,
+          live: 1,
+          version: 1,
+        },
+      ],
     });
     const classes = await h.ch.query({
       query: `SELECT DISTINCT d FROM (SELECT retention_days AS d FROM telemetry_1m WHERE venue_id = toUUID('${venueId}')
                                      UNION ALL SELECT retention_days AS d FROM derived_occupancy WHERE venue_id = toUUID('${venueId}')) ORDER BY d`,
       format: 'JSONEachRow',
     });
-    expect(((await classes.json()) as Array<{ d: number }>).map((r) => r.d), 'the rows really are in three classes').toEqual([7, 90, 365]);
+    expect(
+      ((await classes.json()) as Array<{ d: number }>).map((r) => r.d),
+      'the rows really are in three classes',
+    ).toEqual([7, 90, 365]);
 
     const all = [...before, ...after];
     const day = today - 2 * DAY;
@@ -327,10 +362,18 @@ describe('telemetry across a plan change', () => {
       [HOUR, hour, hour + HOUR, epochBucketer(hour, hour + HOUR, HOUR)],
       [DAY, day, day + DAY, dayBucketer(day, day + DAY, 1, UTC)],
     ] as const) {
-      const res = await telemetry(venueId, { keys: 'temperature,entries,devices,occupancy', startTs, endTs, interval, agg: 'SUM' }, changer.key);
+      const res = await telemetry(
+        venueId,
+        { keys: 'temperature,entries,devices,occupancy', startTs, endTs, interval, agg: 'SUM' },
+        changer.key,
+      );
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      for (const key of ['temperature', 'entries', 'devices']) expectSeries(res.body[key], expectedSeries(all, key, 'SUM', bucketOf), `${key} every ${interval} ms`);
-      expect(res.body.occupancy.map((p: { value: number }) => p.value), `occupancy every ${interval} ms`).toEqual([42]);
+      for (const key of ['temperature', 'entries', 'devices'])
+        expectSeries(res.body[key], expectedSeries(all, key, 'SUM', bucketOf), `${key} every ${interval} ms`);
+      expect(
+        res.body.occupancy.map((p: { value: number }) => p.value),
+        `occupancy every ${interval} ms`,
+      ).toEqual([42]);
     }
   });
 });

@@ -18,8 +18,10 @@ const KEY_SHAPED = 'vt_live_' + 'A'.repeat(28);
 
 /** Every documented bearer route, with path parameters filled in. */
 const bearerRoutes = () =>
-  OPERATIONS.filter((d) => d.auth === 'bearer')
-    .map((d) => ({ method: d.method.toUpperCase(), path: d.path.replace(/\{[^}]+\}/g, randomUUID()) }));
+  OPERATIONS.filter((d) => d.auth === 'bearer').map((d) => ({
+    method: d.method.toUpperCase(),
+    path: d.path.replace(/\{[^}]+\}/g, randomUUID()),
+  }));
 
 describe('bearer authentication', () => {
   it('leaves the public endpoints open', async () => {
@@ -121,7 +123,10 @@ describe('key rotation across two instances', () => {
     const winners = results.filter((r) => r.status === 200);
     expect(winners).toHaveLength(1);
     expect(results.filter((r) => r.status === 401)).toHaveLength(5);
-    const { rows } = await api1.services.db.query(`SELECT count(*) FILTER (WHERE revoked_at IS NULL) AS live FROM api_keys WHERE operator_id = $1`, [op.id]);
+    const { rows } = await api1.services.db.query(
+      `SELECT count(*) FILTER (WHERE revoked_at IS NULL) AS live FROM api_keys WHERE operator_id = $1`,
+      [op.id],
+    );
     expect(rows[0].live).toBe(1);
     expect((await request(`${api2.url}/api/keys`, { key: winners[0]!.body.api_key })).status).toBe(200);
   });

@@ -45,7 +45,11 @@ describe('the error envelope', () => {
     for (const raw of ['{', '{"name": }', "{'a': 1}", 'nul', '[1,]']) {
       const res = await request(`${api.url}/api/operators`, { headers: { ...admin, 'content-type': 'application/json' }, rawBody: raw });
       expect(res.status, raw).toBe(400);
-      expect(res.body).toEqual({ error: 'request body is not valid JSON', code: 'VALIDATION_ERROR', details: [{ field: 'body', message: expect.any(String) }] });
+      expect(res.body).toEqual({
+        error: 'request body is not valid JSON',
+        code: 'VALIDATION_ERROR',
+        details: [{ field: 'body', message: expect.any(String) }],
+      });
     }
   });
 
@@ -57,7 +61,10 @@ describe('the error envelope', () => {
       expect(res.body.code).toBe('VALIDATION_ERROR');
       expect(res.body.details[0].message).toContain(type);
     }
-    const ok = await request(`${api.url}/api/operators`, { headers: { ...admin, 'content-type': 'application/vnd.api+json' }, rawBody: body });
+    const ok = await request(`${api.url}/api/operators`, {
+      headers: { ...admin, 'content-type': 'application/vnd.api+json' },
+      rawBody: body,
+    });
     expect(ok.status).toBe(201);
   });
 
@@ -82,7 +89,12 @@ describe('the error envelope', () => {
       ['POST', '/api/venues', { name: 'ok', timezone: 'UTC', address: 'x\u0000' }, 'address'],
       ['PUT', `/api/venues/${venueId}`, { name: '\u0000' }, 'name'],
       ['POST', `/api/venues/${venueId}/zones`, { slug: 'nul', name: 'a\u0000', type: 'area' }, 'name'],
-      ['POST', `/api/venues/${venueId}/integrations`, { connector_type: 'meraki', config: { api_key: 'k', org_id: 'o\u0000' } }, 'config.org_id'],
+      [
+        'POST',
+        `/api/venues/${venueId}/integrations`,
+        { connector_type: 'meraki', config: { api_key: 'k', org_id: 'o\u0000' } },
+        'config.org_id',
+      ],
       [
         'POST',
         `/api/venues/${venueId}/integrations`,
@@ -104,11 +116,18 @@ describe('the error envelope', () => {
     expect(toAppError(pgError('22003'))).toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
     expect(toAppError(pgError('23505'))).toMatchObject({ status: 409, code: 'CONFLICT' });
     expect(toAppError(pgError('08006'))).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE', headers: { 'Retry-After': '5' } });
-    expect(toAppError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
+    expect(toAppError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toMatchObject({
+      status: 503,
+      code: 'SERVICE_UNAVAILABLE',
+    });
     expect(toAppError(new Error('Connection terminated unexpectedly'))).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
     expect(toAppError(pgError('42P01'))).toMatchObject({ status: 500, code: 'INTERNAL_ERROR' });
     expect(toAppError(new Error('x'))).toMatchObject({ status: 500, code: 'INTERNAL_ERROR' });
-    expect(toAppError(Object.assign(new Error('teapot'), { status: 418, expose: true }))).toMatchObject({ status: 400, code: 'VALIDATION_ERROR', message: 'teapot' });
+    expect(toAppError(Object.assign(new Error('teapot'), { status: 418, expose: true }))).toMatchObject({
+      status: 400,
+      code: 'VALIDATION_ERROR',
+      message: 'teapot',
+    });
     expect(toAppError(Object.assign(new Error('upstream'), { status: 404 }))).toMatchObject({ status: 500, code: 'INTERNAL_ERROR' });
     expect(toAppError(null)).toMatchObject({ status: 500, code: 'INTERNAL_ERROR' });
   });
@@ -165,7 +184,11 @@ describe('oversized bodies', () => {
   });
 
   it('gives a fetch client the 413 envelope for a buffered and for a streamed body, and keeps serving', async () => {
-    const buffered = await fetch(`${api.url}/api/operators`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json' }, body: big });
+    const buffered = await fetch(`${api.url}/api/operators`, {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: big,
+    });
     expect(buffered.status).toBe(413);
     expect(((await buffered.json()) as { code: string }).code).toBe('PAYLOAD_TOO_LARGE');
     const stream = new ReadableStream<Uint8Array>({
@@ -221,22 +244,86 @@ function prng(seed: number): () => number {
 }
 
 const JUNK_SEGMENTS = [
-  'x', '0', '-1', '1e999', 'null', '%00', '%E0%A4%A', '%2e%2e', "'%20OR%201=1--", 'a'.repeat(300), '%F0%9F%99%82',
-  '00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff', 'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ',
+  'x',
+  '0',
+  '-1',
+  '1e999',
+  'null',
+  '%00',
+  '%E0%A4%A',
+  '%2e%2e',
+  "'%20OR%201=1--",
+  'a'.repeat(300),
+  '%F0%9F%99%82',
+  '00000000-0000-0000-0000-000000000000',
+  'ffffffff-ffff-ffff-ffff-ffffffffffff',
+  'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ',
 ];
 const JUNK_QUERIES = [
-  '', '?limit=-1', '?limit=abc&offset=-5', '?limit=1e309&offset=1.5', '?limit=99999999999999999999', '?limit=1&limit=2',
-  '?offset=NaN', '?range=%00', '?range=7d&range=30d', '?keys=occupancy,nope&startTs=abc&endTs=1e400&interval=0&agg=XYZ',
-  '?keys=&startTs=-1&endTs=-2', '?keys=occupancy&startTs=0&endTs=9999999999999999&interval=1', '?dayOfWeek=7&hour=24',
-  '?dayOfWeek=-1&hour=1.5', '?status=NOPE&severity=x&venue_id=zz', `?q=${'x'.repeat(4000)}`, '?__proto__[x]=1&constructor=1',
+  '',
+  '?limit=-1',
+  '?limit=abc&offset=-5',
+  '?limit=1e309&offset=1.5',
+  '?limit=99999999999999999999',
+  '?limit=1&limit=2',
+  '?offset=NaN',
+  '?range=%00',
+  '?range=7d&range=30d',
+  '?keys=occupancy,nope&startTs=abc&endTs=1e400&interval=0&agg=XYZ',
+  '?keys=&startTs=-1&endTs=-2',
+  '?keys=occupancy&startTs=0&endTs=9999999999999999&interval=1',
+  '?dayOfWeek=7&hour=24',
+  '?dayOfWeek=-1&hour=1.5',
+  '?status=NOPE&severity=x&venue_id=zz',
+  `?q=${'x'.repeat(4000)}`,
+  '?__proto__[x]=1&constructor=1',
 ];
 const JUNK_VALUES: unknown[] = [
-  null, true, 0, -1, 1.5, -0, 1e308, -1e308, 2 ** 63, '', ' ', 'x'.repeat(10_000), '\u0000', '🙂', '2024-13-45T99:99:99Z',
-  'not-a-uuid', '00000000-0000-0000-0000-000000000000', [], [null], [{}], {}, { a: { b: { c: [] } } }, JSON.parse('{"__proto__":{"x":1}}'),
+  null,
+  true,
+  0,
+  -1,
+  1.5,
+  -0,
+  1e308,
+  -1e308,
+  2 ** 63,
+  '',
+  ' ',
+  'x'.repeat(10_000),
+  '\u0000',
+  '🙂',
+  '2024-13-45T99:99:99Z',
+  'not-a-uuid',
+  '00000000-0000-0000-0000-000000000000',
+  [],
+  [null],
+  [{}],
+  {},
+  { a: { b: { c: [] } } },
+  JSON.parse('{"__proto__":{"x":1}}'),
 ];
 const JUNK_KEYS = [
-  'name', 'email', 'plan', 'timezone', 'lat', 'lng', 'address', 'hardware_type', 'slug', 'type', 'capacity', 'connector_type',
-  'config', 'venue_id', 'events', 'operator_id', 'id', 'is_active', '__proto__', 'constructor',
+  'name',
+  'email',
+  'plan',
+  'timezone',
+  'lat',
+  'lng',
+  'address',
+  'hardware_type',
+  'slug',
+  'type',
+  'capacity',
+  'connector_type',
+  'config',
+  'venue_id',
+  'events',
+  'operator_id',
+  'id',
+  'is_active',
+  '__proto__',
+  'constructor',
 ];
 
 describe('fuzzing every registered route', () => {
@@ -253,12 +340,21 @@ describe('fuzzing every registered route', () => {
       if (r < 0.15) return { raw: '{"name":"x"}', type: pick(['text/plain', 'application/xml', 'multipart/form-data; boundary=x', '']) };
       if (r < 0.25) return { raw: JSON.stringify(pick(JUNK_VALUES)), type: 'application/json' };
       if (r < 0.3) return { raw: '['.repeat(5000) + ']'.repeat(5000), type: 'application/json' };
-      if (r < 0.35) return { raw: `{"events":[${Array.from({ length: 1001 }, () => '{"type":"entry","timestamp":"x","payload":{}}').join(',')}]}`, type: 'application/json' };
+      if (r < 0.35)
+        return {
+          raw: `{"events":[${Array.from({ length: 1001 }, () => '{"type":"entry","timestamp":"x","payload":{}}').join(',')}]}`,
+          type: 'application/json',
+        };
       const obj: Record<string, unknown> = {};
       const n = 1 + Math.floor(rand() * 6);
       for (let i = 0; i < n; i++) obj[pick(JUNK_KEYS)] = pick(JUNK_VALUES);
       if (rand() < 0.3) obj.venue_id = venueId;
-      if (rand() < 0.3) obj.events = Array.from({ length: 3 }, () => ({ type: pick(JUNK_VALUES), timestamp: pick(JUNK_VALUES), payload: pick(JUNK_VALUES) }));
+      if (rand() < 0.3)
+        obj.events = Array.from({ length: 3 }, () => ({
+          type: pick(JUNK_VALUES),
+          timestamp: pick(JUNK_VALUES),
+          payload: pick(JUNK_VALUES),
+        }));
       return { raw: JSON.stringify(obj), type: 'application/json; charset=utf-8' };
     };
 
@@ -282,7 +378,12 @@ describe('fuzzing every registered route', () => {
         }
         const what = `${route.method} ${path.slice(0, 120)} ${body?.raw.slice(0, 120) ?? ''} → ${res.status} ${JSON.stringify(res.body)?.slice(0, 200)}`;
         if (res.status >= 500) failures.push(what);
-        else if (res.status >= 400 && route.path !== '/mcp' && !(res.body && typeof res.body.error === 'string' && typeof res.body.code === 'string')) failures.push(`no envelope: ${what}`);
+        else if (
+          res.status >= 400 &&
+          route.path !== '/mcp' &&
+          !(res.body && typeof res.body.error === 'string' && typeof res.body.code === 'string')
+        )
+          failures.push(`no envelope: ${what}`);
         // Keep a working key when the fuzzer happens to rotate it.
         if (res.status === 200 && route.path === '/api/keys/rotate') key = res.body.api_key;
       }
@@ -291,9 +392,16 @@ describe('fuzzing every registered route', () => {
   });
 
   it('never answers junk headers on the public endpoints with a 5xx', async () => {
-    for (const headers of [{ authorization: 'Bearer \u00ff' }, { 'content-type': 'application/json' }, { 'x-request-id': 'a b' }, { accept: 'text/html' }]) {
+    for (const headers of [
+      { authorization: 'Bearer \u00ff' },
+      { 'content-type': 'application/json' },
+      { 'x-request-id': 'a b' },
+      { accept: 'text/html' },
+    ]) {
       for (const path of ['/health', '/api/status', '/openapi.json']) {
-        const res = await request(`${api.url}${path}`, { headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, encodeURI(v)])) });
+        const res = await request(`${api.url}${path}`, {
+          headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, encodeURI(v)])),
+        });
         expect(res.status, path).toBe(200);
       }
     }

@@ -37,7 +37,11 @@ describe('cheap refusals before expensive work', () => {
   it('refuses JSON nested deeper than the limit with a 400, without parsing it, and still serves', async () => {
     const res = await request(`${api.url}/api/venues`, { key: op.key, rawBody: bomb, headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ error: `request body is nested deeper than ${MAX_JSON_DEPTH} levels`, code: 'VALIDATION_ERROR', details: [{ field: 'body', message: expect.any(String) }] });
+    expect(res.body).toEqual({
+      error: `request body is nested deeper than ${MAX_JSON_DEPTH} levels`,
+      code: 'VALIDATION_ERROR',
+      details: [{ field: 'body', message: expect.any(String) }],
+    });
     // Brackets inside strings are text, not nesting.
     const inString = await request(`${api.url}/api/venues`, { key: op.key, json: { name: '['.repeat(10_000), timezone: 'UTC' } });
     expect(inString.status).toBe(400);
@@ -50,7 +54,10 @@ describe('cheap refusals before expensive work', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       // Earlier X-Forwarded-For entries are the client's to forge; only the proxy's last one counts.
-      const res = await request(`${limited.url}/api/venues`, { key: `vt_live_${'x'.repeat(28)}`, headers: { 'x-forwarded-for': `203.0.113.${i}, 198.51.100.7` } });
+      const res = await request(`${limited.url}/api/venues`, {
+        key: `vt_live_${'x'.repeat(28)}`,
+        headers: { 'x-forwarded-for': `203.0.113.${i}, 198.51.100.7` },
+      });
       statuses.push(res.status);
       if (res.status === 429) {
         expect(res.body.code).toBe('RATE_LIMITED');
@@ -58,7 +65,10 @@ describe('cheap refusals before expensive work', () => {
       }
     }
     expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429]);
-    const adminRefused = await request(`${limited.url}/api/operators`, { headers: { 'x-admin-key': 'wrong-secret-wrong', 'x-forwarded-for': '198.51.100.7' }, json: {} });
+    const adminRefused = await request(`${limited.url}/api/operators`, {
+      headers: { 'x-admin-key': 'wrong-secret-wrong', 'x-forwarded-for': '198.51.100.7' },
+      json: {},
+    });
     expect(adminRefused.status).toBe(429);
     const ok = await request(`${limited.url}/api/venues`, { key: target.key, headers: { 'x-forwarded-for': '198.51.100.7' } });
     expect(ok.status).toBe(200);
@@ -82,10 +92,18 @@ describe('well-formed Unicode', () => {
   });
 
   it('refuses a lone surrogate in stored text instead of storing U+FFFD', async () => {
-    const res = await request(`${api.url}/api/venues`, { key: op.key, rawBody: '{"name":"caf\\udce9","timezone":"UTC"}', headers: { 'content-type': 'application/json' } });
+    const res = await request(`${api.url}/api/venues`, {
+      key: op.key,
+      rawBody: '{"name":"caf\\udce9","timezone":"UTC"}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
     expect(res.body.details).toEqual([{ field: 'name', message: expect.stringContaining('lone surrogate') }]);
-    const pair = await request(`${api.url}/api/venues`, { key: op.key, rawBody: '{"name":"caf\\ud83d\\ude00","timezone":"UTC"}', headers: { 'content-type': 'application/json' } });
+    const pair = await request(`${api.url}/api/venues`, {
+      key: op.key,
+      rawBody: '{"name":"caf\\ud83d\\ude00","timezone":"UTC"}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(pair.status).toBe(201);
     expect(pair.body.name).toBe('caf😀');
   });
@@ -97,7 +115,11 @@ describe('well-formed Unicode', () => {
       body: Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([0xe9]), Buffer.from('","timezone":"UTC"}')]),
     });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'request body is not valid UTF-8', code: 'VALIDATION_ERROR', details: [{ field: 'body', message: expect.any(String) }] });
+    expect(await res.json()).toEqual({
+      error: 'request body is not valid UTF-8',
+      code: 'VALIDATION_ERROR',
+      details: [{ field: 'body', message: expect.any(String) }],
+    });
     // An encoded surrogate (ED A0 80) is not UTF-8 either.
     const surrogate = await fetch(`${api.url}/api/venues`, {
       method: 'POST',
@@ -119,7 +141,18 @@ describe('well-formed Unicode', () => {
 
 describe('strict parsing', () => {
   it('takes only plain decimal digits for integer query parameters, within sane bounds', async () => {
-    for (const query of ['limit=0x10', 'limit=1e2', 'offset=%2010', 'offset=1e12', 'offset=', 'limit=', 'limit=-1', 'limit=+5', 'limit=5.0', 'offset=1000001']) {
+    for (const query of [
+      'limit=0x10',
+      'limit=1e2',
+      'offset=%2010',
+      'offset=1e12',
+      'offset=',
+      'limit=',
+      'limit=-1',
+      'limit=+5',
+      'limit=5.0',
+      'offset=1000001',
+    ]) {
       const res = await request(`${api.url}/api/venues?${query}`, { key: op.key });
       expect(res.status, query).toBe(400);
       expect(res.body.code, query).toBe('VALIDATION_ERROR');
@@ -145,14 +178,25 @@ describe('strict parsing', () => {
       expect(body.code).toBe('UNSUPPORTED_MEDIA_TYPE');
       expect(body.error).toContain(encoding);
     }
-    const latin1 = await request(`${api.url}/api/venues`, { key: op.key, rawBody: json, headers: { 'content-type': 'application/json; charset=iso-8859-1' } });
+    const latin1 = await request(`${api.url}/api/venues`, {
+      key: op.key,
+      rawBody: json,
+      headers: { 'content-type': 'application/json; charset=iso-8859-1' },
+    });
     expect(latin1.status).toBe(415);
-    const utf8 = await request(`${api.url}/api/venues`, { key: op.key, rawBody: json, headers: { 'content-type': 'application/json; charset=UTF-8' } });
+    const utf8 = await request(`${api.url}/api/venues`, {
+      key: op.key,
+      rawBody: json,
+      headers: { 'content-type': 'application/json; charset=UTF-8' },
+    });
     expect(utf8.status).toBe(201);
   });
 
   it('refuses unknown keys in the operator body like every other body', async () => {
-    const res = await request(`${api.url}/api/operators`, { headers: admin(), json: { name: 'x', email: 'x@example.com', plan: 'free', role: 'admin' } });
+    const res = await request(`${api.url}/api/operators`, {
+      headers: admin(),
+      json: { name: 'x', email: 'x@example.com', plan: 'free', role: 'admin' },
+    });
     expect(res.status).toBe(400);
     expect(res.body.details).toEqual([{ field: '(root)', message: expect.stringContaining('role') }]);
   });
@@ -170,37 +214,75 @@ describe('display text: names and labels are one line without bidi formatting (i
   const ordinary = 'Café Zürich – 東京 😀';
   const expectRefused = (res: Awaited<ReturnType<typeof request>>, field: string, codePoint: string) => {
     expect(res.status, JSON.stringify(res.body)).toBe(400);
-    expect(res.body).toEqual({ error: `invalid body: check ${field}`, code: 'VALIDATION_ERROR', details: [{ field, message: expect.stringContaining(codePoint) }] });
-    expect(res.body.details[0].message).toMatch(/^must (be one line of plain text|not contain bidirectional formatting characters): remove /);
+    expect(res.body).toEqual({
+      error: `invalid body: check ${field}`,
+      code: 'VALIDATION_ERROR',
+      details: [{ field, message: expect.stringContaining(codePoint) }],
+    });
+    expect(res.body.details[0].message).toMatch(
+      /^must (be one line of plain text|not contain bidirectional formatting characters): remove /,
+    );
   };
 
-  it.each(cases)('refuses %s in a venue name and address, a zone name and an operator name with a 400 naming the field', async (_case, text, codePoint) => {
-    expectRefused(await request(`${api.url}/api/venues`, { key: op.key, json: { name: text, timezone: 'UTC' } }), 'name', codePoint);
-    expectRefused(await request(`${api.url}/api/venues`, { key: op.key, json: { name: 'ok', timezone: 'UTC', address: text } }), 'address', codePoint);
-    const venue = await newVenue(api, op.key);
-    expectRefused(await request(`${api.url}/api/venues/${venue.id}`, { key: op.key, method: 'PUT', json: { name: text } }), 'name', codePoint);
-    expectRefused(await request(`${api.url}/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'hall', name: text, type: 'area' } }), 'name', codePoint);
-    expectRefused(await request(`${api.url}/api/operators`, { headers: admin(), json: { name: text, email: 'bidi@example.com' } }), 'name', codePoint);
-  });
+  it.each(cases)(
+    'refuses %s in a venue name and address, a zone name and an operator name with a 400 naming the field',
+    async (_case, text, codePoint) => {
+      expectRefused(await request(`${api.url}/api/venues`, { key: op.key, json: { name: text, timezone: 'UTC' } }), 'name', codePoint);
+      expectRefused(
+        await request(`${api.url}/api/venues`, { key: op.key, json: { name: 'ok', timezone: 'UTC', address: text } }),
+        'address',
+        codePoint,
+      );
+      const venue = await newVenue(api, op.key);
+      expectRefused(
+        await request(`${api.url}/api/venues/${venue.id}`, { key: op.key, method: 'PUT', json: { name: text } }),
+        'name',
+        codePoint,
+      );
+      expectRefused(
+        await request(`${api.url}/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'hall', name: text, type: 'area' } }),
+        'name',
+        codePoint,
+      );
+      expectRefused(
+        await request(`${api.url}/api/operators`, { headers: admin(), json: { name: text, email: 'bidi@example.com' } }),
+        'name',
+        codePoint,
+      );
+    },
+  );
 
   it('refuses bidi formatting in a plain integration config field, and names where the character is', async () => {
     const venue = await newVenue(api, op.key);
-    const res = await request(`${api.url}/api/venues/${venue.id}/integrations`, { key: op.key, json: { connector_type: 'meraki', config: { api_key: 'k', org_id: '54\u202E9236' } } });
+    const res = await request(`${api.url}/api/venues/${venue.id}/integrations`, {
+      key: op.key,
+      json: { connector_type: 'meraki', config: { api_key: 'k', org_id: '54\u202E9236' } },
+    });
     expectRefused(res, 'config.org_id', 'U+202E at character 3');
   });
 
   it('still accepts ordinary non-ASCII names and stores them as sent', async () => {
-    const venue = await request(`${api.url}/api/venues`, { key: op.key, json: { name: ordinary, timezone: 'UTC', address: 'Bahnhofstrasse 1, 8001 Zürich' } });
+    const venue = await request(`${api.url}/api/venues`, {
+      key: op.key,
+      json: { name: ordinary, timezone: 'UTC', address: 'Bahnhofstrasse 1, 8001 Zürich' },
+    });
     expect(venue.status, JSON.stringify(venue.body)).toBe(201);
     expect(venue.body.name).toBe(ordinary);
     // Right-to-left scripts need no formatting characters.
-    const zone = await request(`${api.url}/api/venues/${venue.body.id}/zones`, { key: op.key, json: { slug: 'hall', name: 'قاعة المدخل', type: 'area' } });
+    const zone = await request(`${api.url}/api/venues/${venue.body.id}/zones`, {
+      key: op.key,
+      json: { slug: 'hall', name: 'قاعة المدخل', type: 'area' },
+    });
     expect(zone.status, JSON.stringify(zone.body)).toBe(201);
     expect(zone.body.name).toBe('قاعة المدخل');
     const operator = await request(`${api.url}/api/operators`, { headers: admin(), json: { name: ordinary, email: 'cafe@example.com' } });
     expect(operator.status, JSON.stringify(operator.body)).toBe(201);
     // Surrounding whitespace is still trimmed, not refused.
-    const trimmed = await request(`${api.url}/api/venues/${venue.body.id}`, { key: op.key, method: 'PUT', json: { name: `  ${ordinary}\n` } });
+    const trimmed = await request(`${api.url}/api/venues/${venue.body.id}`, {
+      key: op.key,
+      method: 'PUT',
+      json: { name: `  ${ordinary}\n` },
+    });
     expect(trimmed.status, JSON.stringify(trimmed.body)).toBe(200);
     expect(trimmed.body.name).toBe(ordinary);
   });

@@ -32,7 +32,9 @@ async function addIntegration(venueId: string, json: Record<string, unknown>, ke
   return res.body;
 }
 
-async function storedRow(id: string): Promise<{ config: Record<string, unknown>; secrets: Record<string, Envelope>; deleted_at: Date | null }> {
+async function storedRow(
+  id: string,
+): Promise<{ config: Record<string, unknown>; secrets: Record<string, Envelope>; deleted_at: Date | null }> {
   const { rows } = await api.services.db.query('SELECT config, secrets, deleted_at FROM integrations WHERE id = $1', [id]);
   return rows[0];
 }
@@ -62,8 +64,18 @@ function fixtures() {
       plain: { mode: 'central', base_url: 'https://apigw-prod2.central.arubanetworks.com', customer_id: 'cust-1', client_id: 'client-1' },
       defaults: {},
     },
-    { type: 'aruba', secrets: s.arubaAle, plain: { mode: 'ale', base_url: 'https://ale.example.com', username: 'svc' }, defaults: { polling: true } },
-    { type: 'unifi', secrets: s.unifi, plain: { controller_url: 'https://unifi.example.com:8443', username: 'svc' }, defaults: { site: 'default', polling: true } },
+    {
+      type: 'aruba',
+      secrets: s.arubaAle,
+      plain: { mode: 'ale', base_url: 'https://ale.example.com', username: 'svc' },
+      defaults: { polling: true },
+    },
+    {
+      type: 'unifi',
+      secrets: s.unifi,
+      plain: { controller_url: 'https://unifi.example.com:8443', username: 'svc' },
+      defaults: { site: 'default', polling: true },
+    },
     { type: 'mywifi', secrets: s.mywifi, plain: { dashboard_subdomain: 'acme-cafe' }, defaults: {} },
     {
       type: 'square',
@@ -92,9 +104,18 @@ describe('POST /api/venues/:id/integrations', () => {
     const all = fixtures();
     const created: Array<{ id: string; created_at: string }> = [];
     for (const f of all) {
-      const res = await call(`/api/venues/${venue.id}/integrations`, { key: op.key, json: { connector_type: f.type, config: { ...f.plain, ...f.secrets } } });
+      const res = await call(`/api/venues/${venue.id}/integrations`, {
+        key: op.key,
+        json: { connector_type: f.type, config: { ...f.plain, ...f.secrets } },
+      });
       expect(res.status, `${f.type}: ${JSON.stringify(res.body)}`).toBe(201);
-      expect(res.body).toEqual({ id: expect.any(String), venue_id: venue.id, connector_type: f.type, is_active: true, created_at: isoString });
+      expect(res.body).toEqual({
+        id: expect.any(String),
+        venue_id: venue.id,
+        connector_type: f.type,
+        is_active: true,
+        created_at: isoString,
+      });
       created.push(res.body);
     }
 
@@ -149,25 +170,67 @@ describe('POST /api/venues/:id/integrations', () => {
     ['meraki without org_id', { connector_type: 'meraki', config: { api_key: 'k' } }, 'config.org_id'],
     ['meraki with an empty api_key', { connector_type: 'meraki', config: { api_key: '', org_id: 'o' } }, 'config.api_key'],
     ['meraki with an unknown key', { connector_type: 'meraki', config: { api_key: 'k', org_id: 'o', network: 'n' } }, 'config'],
-    ['meraki with the marker as api_key', { connector_type: 'meraki', config: { api_key: REDACTED_MARKER, org_id: 'o' } }, 'config.api_key'],
-    ['unifi with an http URL', { connector_type: 'unifi', config: { controller_url: 'http://u.example.com', username: 'u', password: 'p' } }, 'config.controller_url'],
-    ['unifi with a non-URL', { connector_type: 'unifi', config: { controller_url: 'unifi.local', username: 'u', password: 'p' } }, 'config.controller_url'],
-    ['unifi without password', { connector_type: 'unifi', config: { controller_url: 'https://u.example.com', username: 'u' } }, 'config.password'],
-    ['unifi without username', { connector_type: 'unifi', config: { controller_url: 'https://u.example.com', password: 'p' } }, 'config.username'],
-    ['unifi with a bad site', { connector_type: 'unifi', config: { controller_url: 'https://u.example.com', username: 'u', password: 'p', site: 'a/b' } }, 'config.site'],
-    ['aruba without mode', { connector_type: 'aruba', config: { base_url: 'https://a.example.com', username: 'u', password: 'p' } }, 'config.mode'],
+    [
+      'meraki with the marker as api_key',
+      { connector_type: 'meraki', config: { api_key: REDACTED_MARKER, org_id: 'o' } },
+      'config.api_key',
+    ],
+    [
+      'unifi with an http URL',
+      { connector_type: 'unifi', config: { controller_url: 'http://u.example.com', username: 'u', password: 'p' } },
+      'config.controller_url',
+    ],
+    [
+      'unifi with a non-URL',
+      { connector_type: 'unifi', config: { controller_url: 'unifi.local', username: 'u', password: 'p' } },
+      'config.controller_url',
+    ],
+    [
+      'unifi without password',
+      { connector_type: 'unifi', config: { controller_url: 'https://u.example.com', username: 'u' } },
+      'config.password',
+    ],
+    [
+      'unifi without username',
+      { connector_type: 'unifi', config: { controller_url: 'https://u.example.com', password: 'p' } },
+      'config.username',
+    ],
+    [
+      'unifi with a bad site',
+      { connector_type: 'unifi', config: { controller_url: 'https://u.example.com', username: 'u', password: 'p', site: 'a/b' } },
+      'config.site',
+    ],
+    [
+      'aruba without mode',
+      { connector_type: 'aruba', config: { base_url: 'https://a.example.com', username: 'u', password: 'p' } },
+      'config.mode',
+    ],
     [
       'aruba central without streaming_key',
-      { connector_type: 'aruba', config: { mode: 'central', base_url: 'https://a.example.com', customer_id: 'c', client_id: 'i', client_secret: 's' } },
+      {
+        connector_type: 'aruba',
+        config: { mode: 'central', base_url: 'https://a.example.com', customer_id: 'c', client_id: 'i', client_secret: 's' },
+      },
       'config.streaming_key',
     ],
-    ['mywifi with a bad subdomain', { connector_type: 'mywifi', config: { dashboard_subdomain: 'Acme_Cafe', app_secret: 's' } }, 'config.dashboard_subdomain'],
+    [
+      'mywifi with a bad subdomain',
+      { connector_type: 'mywifi', config: { dashboard_subdomain: 'Acme_Cafe', app_secret: 's' } },
+      'config.dashboard_subdomain',
+    ],
     [
       'square with an http notification_url',
-      { connector_type: 'square', config: { location_id: 'L', access_token: 't', webhook_signature_key: 'k', notification_url: 'http://h.example.com' } },
+      {
+        connector_type: 'square',
+        config: { location_id: 'L', access_token: 't', webhook_signature_key: 'k', notification_url: 'http://h.example.com' },
+      },
       'config.notification_url',
     ],
-    ['density with a header name but no value', { connector_type: 'density', config: { api_token: 't', webhook_header_name: 'X-T' } }, 'config.webhook_header_value'],
+    [
+      'density with a header name but no value',
+      { connector_type: 'density', config: { api_token: 't', webhook_header_name: 'X-T' } },
+      'config.webhook_header_value',
+    ],
     ['density with a bad space id', { connector_type: 'density', config: { api_token: 't', space_ids: ['room-1'] } }, 'config.space_ids.0'],
     ['verkada with an unknown region', { connector_type: 'verkada', config: { org_id: 'o', api_key: 'k', region: 'cn' } }, 'config.region'],
     ['an unknown top-level field', { connector_type: 'meraki', config: { api_key: 'k', org_id: 'o' }, is_active: false }, '(root)'],
@@ -187,13 +250,18 @@ describe('PUT /api/venues/:id/integrations/:integrationId', () => {
   const hook = secret('hook');
   beforeAll(async () => {
     venueId = (await newVenue(api, op.key)).id;
-    id = (await addIntegration(venueId, { connector_type: 'meraki', config: { api_key: apiKey, org_id: 'org-1', webhook_secret: hook } })).id;
+    id = (await addIntegration(venueId, { connector_type: 'meraki', config: { api_key: apiKey, org_id: 'org-1', webhook_secret: hook } }))
+      .id;
     path = `/api/venues/${venueId}/integrations/${id}`;
   });
 
   it('keeps a secret sent as the marker (the stored envelope is untouched) and changes the plain fields', async () => {
     const before = await storedRow(id);
-    const res = await call(path, { key: op.key, method: 'PUT', json: { config: { api_key: REDACTED_MARKER, org_id: 'org-2', webhook_secret: REDACTED_MARKER } } });
+    const res = await call(path, {
+      key: op.key,
+      method: 'PUT',
+      json: { config: { api_key: REDACTED_MARKER, org_id: 'org-2', webhook_secret: REDACTED_MARKER } },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({
       id,
@@ -212,7 +280,11 @@ describe('PUT /api/venues/:id/integrations/:integrationId', () => {
 
   it('replaces a secret sent with a new value, keeping the others', async () => {
     const newKey = secret('rotated-key');
-    const res = await call(path, { key: op.key, method: 'PUT', json: { config: { api_key: newKey, org_id: 'org-2', webhook_secret: REDACTED_MARKER } } });
+    const res = await call(path, {
+      key: op.key,
+      method: 'PUT',
+      json: { config: { api_key: newKey, org_id: 'org-2', webhook_secret: REDACTED_MARKER } },
+    });
     expect(res.status).toBe(200);
     expect(res.body.config.api_key).toBe(REDACTED_MARKER);
     expect(await storedSecret(id, 'api_key')).toBe(newKey);
@@ -226,7 +298,11 @@ describe('PUT /api/venues/:id/integrations/:integrationId', () => {
     expect(res.status).toBe(200);
     expect(res.body.config).toEqual({ org_id: 'org-3', api_key: REDACTED_MARKER });
     expect(Object.keys((await storedRow(id)).secrets)).toEqual(['api_key']);
-    const marker = await call(path, { key: op.key, method: 'PUT', json: { config: { api_key: REDACTED_MARKER, org_id: 'o', webhook_secret: REDACTED_MARKER } } });
+    const marker = await call(path, {
+      key: op.key,
+      method: 'PUT',
+      json: { config: { api_key: REDACTED_MARKER, org_id: 'o', webhook_secret: REDACTED_MARKER } },
+    });
     expect(marker.status).toBe(400);
     expect(fields(marker.body)).toEqual(['config.webhook_secret']);
   });
@@ -268,7 +344,10 @@ describe('PUT /api/venues/:id/integrations/:integrationId', () => {
 describe('DELETE /api/venues/:id/integrations/:integrationId', () => {
   it('soft-deletes: later access is 404, the list drops it, the row stays with its plain config and its secrets are erased', async () => {
     const venue = await newVenue(api, op.key);
-    const created = await addIntegration(venue.id, { connector_type: 'mywifi', config: { dashboard_subdomain: 'shop', app_secret: secret('app') } });
+    const created = await addIntegration(venue.id, {
+      connector_type: 'mywifi',
+      config: { dashboard_subdomain: 'shop', app_secret: secret('app') },
+    });
     const path = `/api/venues/${venue.id}/integrations/${created.id}`;
     const res = await call(path, { key: op.key, method: 'DELETE' });
     expect(res.status).toBe(200);
@@ -319,7 +398,10 @@ describe('secret envelopes', () => {
   it('do not open when tampered with, moved to another row or field, or relabelled with another key id', async () => {
     const venue = await newVenue(api, op.key);
     const value = secret('tamper');
-    const a = await addIntegration(venue.id, { connector_type: 'meraki', config: { api_key: value, org_id: 'o', webhook_secret: secret('w') } });
+    const a = await addIntegration(venue.id, {
+      connector_type: 'meraki',
+      config: { api_key: value, org_id: 'o', webhook_secret: secret('w') },
+    });
     const b = await addIntegration(venue.id, { connector_type: 'meraki', config: { api_key: secret('b'), org_id: 'o' } });
     const env = (await storedRow(a.id)).secrets.api_key!;
     const keys = { ...keyring.keys, other: other.key };
@@ -371,7 +453,10 @@ describe('key rotation', () => {
   it('a new current key with the old one as previous: old envelopes still work, updates and the re-seal move them to the new key', async () => {
     const venue = await newVenue(api, op.key);
     const value = secret('rotating');
-    const created = await addIntegration(venue.id, { connector_type: 'unifi', config: { controller_url: 'https://u.example.com', username: 'u', password: value } });
+    const created = await addIntegration(venue.id, {
+      connector_type: 'unifi',
+      config: { controller_url: 'https://u.example.com', username: 'u', password: value },
+    });
     const untouched = await addIntegration(venue.id, { connector_type: 'mywifi', config: { dashboard_subdomain: 'x', app_secret: value } });
 
     const newKey = randomBytes(32);
@@ -402,7 +487,9 @@ describe('key rotation', () => {
 
     try {
       expect(await resealIntegrationSecrets(api.services.db, rotated)).toBeGreaterThanOrEqual(1);
-      const { rows } = await api.services.db.query(`SELECT count(*)::int AS n FROM integrations i, jsonb_each(i.secrets) e WHERE e.value->>'kid' <> 'k-next'`);
+      const { rows } = await api.services.db.query(
+        `SELECT count(*)::int AS n FROM integrations i, jsonb_each(i.secrets) e WHERE e.value->>'kid' <> 'k-next'`,
+      );
       expect(rows[0].n).toBe(0);
       expect(await storedSecret(untouched.id, 'app_secret', { 'k-next': newKey })).toBe(value);
       expect(await resealIntegrationSecrets(api.services.db, rotated)).toBe(0);

@@ -30,7 +30,11 @@ const toOpenApiPath = (koaPath: string) => koaPath.replace(/:(\w+)/g, '{$1}');
 
 /** Follows a local `#/...` reference. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-const resolve = (ref: string): any => ref.slice(2).split('/').reduce((node, part) => node?.[part], doc);
+const resolve = (ref: string): any =>
+  ref
+    .slice(2)
+    .split('/')
+    .reduce((node, part) => node?.[part], doc);
 
 describe('GET /openapi.json', () => {
   it('is a public OpenAPI 3.1 document with both security schemes, never rate limited', async () => {
@@ -47,7 +51,9 @@ describe('GET /openapi.json', () => {
 
   it('documents exactly the routes the routers register', () => {
     const registered = registeredRoutes(api).map((r) => `${r.method} ${toOpenApiPath(r.path)}`);
-    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${path}`));
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops as object).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     expect(new Set(registered).size).toBe(registered.length);
     expect(documented.sort()).toEqual([...registered].sort());
     // Every operation, plus the MCP transport and the webhook receiver's GET and POST.
@@ -61,8 +67,10 @@ describe('GET /openapi.json', () => {
         const where = `${method} ${path}`;
         const scheme = op.security[0] ? Object.keys(op.security[0])[0] : 'public';
         const pathParams = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any
-        expect(op.parameters.filter((p: any) => p.in === 'path').map((p: any) => p.name), where).toEqual(pathParams);
+        expect(
+          op.parameters.filter((p: { in: string }) => p.in === 'path').map((p: { name: string }) => p.name),
+          where,
+        ).toEqual(pathParams);
         expect(op.responses['500'], where).toBeDefined();
         if (scheme === 'bearerAuth') {
           expect(op.responses['401'], where).toBeDefined();
@@ -89,10 +97,14 @@ describe('GET /openapi.json', () => {
   });
 
   it('describes every tag and gives each operation a unique id', () => {
-    const used = new Set(Object.values(doc.paths).flatMap((ops) => Object.values(ops as Record<string, { tags: string[] }>).flatMap((op) => op.tags)));
+    const used = new Set(
+      Object.values(doc.paths).flatMap((ops) => Object.values(ops as Record<string, { tags: string[] }>).flatMap((op) => op.tags)),
+    );
     expect(doc.tags.map((t: { name: string }) => t.name).sort()).toEqual([...used].sort());
     for (const tag of doc.tags) expect(tag.description, tag.name).toEqual(expect.any(String));
-    const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops as Record<string, { operationId: string }>).map((op) => op.operationId));
+    const ids = Object.values(doc.paths).flatMap((ops) =>
+      Object.values(ops as Record<string, { operationId: string }>).map((op) => op.operationId),
+    );
     expect(new Set(ids).size).toBe(ids.length);
   });
 
@@ -125,7 +137,16 @@ describe('documented responses match what the API sends', () => {
       ['get', '/api/status', () => request(`${api.url}/api/status`)],
       ['get', '/api/keys', () => request(`${api.url}/api/keys`, { key: op.key })],
       ['get', '/api/usage', () => request(`${api.url}/api/usage`, { key: op.key })],
-      ['put', '/api/operators/{id}/plan', () => request(`${api.url}/api/operators/${op.id}/plan`, { method: 'PUT', headers: { 'x-admin-key': api.services.cfg.ADMIN_SECRET }, json: { plan: 'pro' } })],
+      [
+        'put',
+        '/api/operators/{id}/plan',
+        () =>
+          request(`${api.url}/api/operators/${op.id}/plan`, {
+            method: 'PUT',
+            headers: { 'x-admin-key': api.services.cfg.ADMIN_SECRET },
+            json: { plan: 'pro' },
+          }),
+      ],
       ['post', '/api/keys/rotate', () => request(`${api.url}/api/keys/rotate`, { method: 'POST', key: op.key })],
     ];
     for (const [method, path, call] of checks) {
@@ -155,7 +176,10 @@ describe('documented responses match what the API sends', () => {
 
     // 429 for real: the quota on a Free operator (fast to reach by setting the counter).
     const { rows } = await api.services.db.query(`SELECT billing_anchor FROM operators WHERE id = $1`, [op.id]);
-    await api.services.db.query(`INSERT INTO usage_counters (operator_id, period_start, api_calls) VALUES ($1, $2, 500)`, [op.id, billingPeriodStart(rows[0].billing_anchor)]);
+    await api.services.db.query(`INSERT INTO usage_counters (operator_id, period_start, api_calls) VALUES ($1, $2, 500)`, [
+      op.id,
+      billingPeriodStart(rows[0].billing_anchor),
+    ]);
     const quota = await request(`${api.url}/api/venues`, { key: op.key });
     expect(quota.status).toBe(429);
     expect(errorEnvelope.safeParse(quota.body).success).toBe(true);
@@ -163,8 +187,17 @@ describe('documented responses match what the API sends', () => {
     // Every status the document names, through the same error middleware the API uses.
     const documented = new Set<number>(Object.keys(doc.components.responses).map((name) => Number(name.replace('Error', ''))));
     const codeFor: Record<number, ErrorCode> = {
-      400: 'VALIDATION_ERROR', 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 404: 'NOT_FOUND', 405: 'METHOD_NOT_ALLOWED', 409: 'CONFLICT',
-      413: 'PAYLOAD_TOO_LARGE', 415: 'UNSUPPORTED_MEDIA_TYPE', 429: 'RATE_LIMITED', 500: 'INTERNAL_ERROR', 503: 'SERVICE_UNAVAILABLE',
+      400: 'VALIDATION_ERROR',
+      401: 'UNAUTHORIZED',
+      403: 'FORBIDDEN',
+      404: 'NOT_FOUND',
+      405: 'METHOD_NOT_ALLOWED',
+      409: 'CONFLICT',
+      413: 'PAYLOAD_TOO_LARGE',
+      415: 'UNSUPPORTED_MEDIA_TYPE',
+      429: 'RATE_LIMITED',
+      500: 'INTERNAL_ERROR',
+      503: 'SERVICE_UNAVAILABLE',
     };
     const mini = new Koa();
     mini.use(renderErrors);

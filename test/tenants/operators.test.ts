@@ -50,7 +50,12 @@ describe('POST /api/operators', () => {
   });
 
   it('refuses a missing or wrong X-Admin-Key with 401 UNAUTHORIZED, before looking at the body', async () => {
-    const attempts: Array<Record<string, string>> = [{}, { 'x-admin-key': 'wrong' }, { 'x-admin-key': api.services.cfg.ADMIN_SECRET + 'x' }, { 'x-admin-key': '' }];
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { 'x-admin-key': 'wrong' },
+      { 'x-admin-key': api.services.cfg.ADMIN_SECRET + 'x' },
+      { 'x-admin-key': '' },
+    ];
     for (const headers of attempts) {
       const res = await create({ nonsense: true }, headers);
       expect(res.status).toBe(401);
@@ -77,7 +82,8 @@ describe('POST /api/operators', () => {
 
   it('accepts only the self-service plans; enterprise is an admin plan change', async () => {
     expect((await create({ name: 'e', email: 'e@example.com', plan: 'enterprise' })).status).toBe(400);
-    for (const plan of ['free', 'starter', 'pro']) expect((await create({ name: plan, email: `${plan}@example.com`, plan })).status).toBe(201);
+    for (const plan of ['free', 'starter', 'pro'])
+      expect((await create({ name: plan, email: `${plan}@example.com`, plan })).status).toBe(201);
   });
 });
 
@@ -86,7 +92,12 @@ describe('POST /api/operators/:id/rotate-key (admin)', () => {
     const op = await newOperator(api);
     const res = await request(`${api.url}/api/operators/${op.id}/rotate-key`, { method: 'POST', headers: admin });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ operator_id: op.id, api_key: expect.stringMatching(/^vt_live_[A-Za-z0-9]{28}$/), api_key_prefix: 'vt_live_', rotated_at: expect.any(String) });
+    expect(res.body).toEqual({
+      operator_id: op.id,
+      api_key: expect.stringMatching(/^vt_live_[A-Za-z0-9]{28}$/),
+      api_key_prefix: 'vt_live_',
+      rotated_at: expect.any(String),
+    });
     expect((await request(`${api.url}/api/keys`, { key: op.key })).status).toBe(401);
     expect((await request(`${api.url}/api/keys`, { key: res.body.api_key })).status).toBe(200);
   });
@@ -119,7 +130,11 @@ describe('PUT /api/operators/:id/plan (admin)', () => {
     const bad = await request(`${api.url}/api/operators/${op.id}/plan`, { method: 'PUT', headers: admin, json: { plan: 'platinum' } });
     expect(bad.status).toBe(400);
     expect(bad.body.details[0].field).toBe('plan');
-    const missing = await request(`${api.url}/api/operators/${randomUUID()}/plan`, { method: 'PUT', headers: admin, json: { plan: 'pro' } });
+    const missing = await request(`${api.url}/api/operators/${randomUUID()}/plan`, {
+      method: 'PUT',
+      headers: admin,
+      json: { plan: 'pro' },
+    });
     expect(missing.status).toBe(404);
     const noAdmin = await request(`${api.url}/api/operators/${op.id}/plan`, { method: 'PUT', key: op.key, json: { plan: 'pro' } });
     expect(noAdmin.status).toBe(401);
@@ -142,7 +157,10 @@ describe('the API key in logs', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const created = await request(`${url}/api/operators`, { headers: { 'x-admin-key': cfg.ADMIN_SECRET }, json: { name: 'Log', email: 'log@example.com' } });
+      const created = await request(`${url}/api/operators`, {
+        headers: { 'x-admin-key': cfg.ADMIN_SECRET },
+        json: { name: 'Log', email: 'log@example.com' },
+      });
       const key: string = created.body.api_key;
       expect((await request(`${url}/api/keys`, { key })).status).toBe(200);
       expect((await request(`${url}/api/keys?limit=oops`, { key })).status).toBe(400);

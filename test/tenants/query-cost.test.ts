@@ -111,7 +111,8 @@ describe('cost limits through the API', () => {
   let quiet: TestOperator;
   let busyVenue: string;
   let quietVenue: string;
-  const telemetry = (venue: string) => `/api/venues/${venue}/telemetry?keys=temperature,co2&startTs=${Date.now() - 86_400_000}&endTs=${Date.now()}&interval=60000`;
+  const telemetry = (venue: string) =>
+    `/api/venues/${venue}/telemetry?keys=temperature,co2&startTs=${Date.now() - 86_400_000}&endTs=${Date.now()}&interval=60000`;
 
   beforeAll(async () => {
     api = await startApi(testConfig({ EXPENSIVE_QUERIES_PER_OPERATOR: '1', EXPENSIVE_QUERY_MAX_WAIT_MS: '300' }));
@@ -130,7 +131,12 @@ describe('cost limits through the API', () => {
       expect(refused.status).toBe(429);
       expect(refused.body).toMatchObject({ code: 'RATE_LIMITED', details: { concurrentLimit: 1, retryAfter: 1 } });
       expect(refused.headers.get('retry-after')).toBe('1');
-      for (const path of ['/api/dashboard/stats', '/api/dashboard/events?range=24h', `/api/venues/${busyVenue}/dwell`, `/api/venues/${busyVenue}/predictions/occupancy?dayOfWeek=1&hour=9`]) {
+      for (const path of [
+        '/api/dashboard/stats',
+        '/api/dashboard/events?range=24h',
+        `/api/venues/${busyVenue}/dwell`,
+        `/api/venues/${busyVenue}/predictions/occupancy?dayOfWeek=1&hour=9`,
+      ]) {
         expect((await request(api.url + path, { key: busy.key })).status, path).toBe(429);
       }
       expect((await request(`${api.url}/api/venues`, { key: busy.key })).status).toBe(200);
@@ -184,7 +190,10 @@ describe('cost limits through the API', () => {
     expect(await setting('priority')).toBe('1');
     expect(await setting('max_execution_time')).toBe('15');
     expect(await setting('max_rows_to_read')).toBe('300000000');
-    expect(await scopedSettings.run(LARGE_READ_SETTINGS, () => Promise.all([setting('priority'), setting('max_threads')]))).toEqual(['2', '1']);
+    expect(await scopedSettings.run(LARGE_READ_SETTINGS, () => Promise.all([setting('priority'), setting('max_threads')]))).toEqual([
+      '2',
+      '1',
+    ]);
     // The engines' own client, as the pipeline has it, is outside the scheme.
     expect(await settingOf(api.services.ch, 'priority')).toBe('0');
 
@@ -192,8 +201,12 @@ describe('cost limits through the API', () => {
     const large = (id: string, query: Record<string, string>) => op(id).large!(parseInput(op(id).query!, query, 'query'));
     const now = Date.now();
     const week = { startTs: String(now - 14 * 86_400_000), endTs: String(now) };
-    expect(large('getTelemetry', { keys: 'occupancy,temperature,co2,humidity,noise,entries,exits,devices', ...week, interval: '60000' })).toBe(true);
-    expect(large('getTelemetry', { keys: 'occupancy', startTs: String(now - 86_400_000), endTs: String(now), interval: '3600000' })).toBe(false);
+    expect(
+      large('getTelemetry', { keys: 'occupancy,temperature,co2,humidity,noise,entries,exits,devices', ...week, interval: '60000' }),
+    ).toBe(true);
+    expect(large('getTelemetry', { keys: 'occupancy', startTs: String(now - 86_400_000), endTs: String(now), interval: '3600000' })).toBe(
+      false,
+    );
     expect(large('getTelemetry', { keys: 'occupancy', ...week, interval: '3600000' })).toBe(false);
     expect(large('getDwell', { range: '90d' })).toBe(true);
     expect(large('getDwell', { range: '24h' })).toBe(false);

@@ -153,7 +153,10 @@ describe('monthly API-call quota', () => {
   });
 
   it('lets Team and Business go over and counts the overage for billing', async () => {
-    for (const [plan, quota] of [['starter', 10_000], ['pro', 100_000]] as const) {
+    for (const [plan, quota] of [
+      ['starter', 10_000],
+      ['pro', 100_000],
+    ] as const) {
       const op = await newOperator(api, plan);
       await setApiCalls(await operatorOf(op), quota);
       expect((await metered(op.key)).status).toBe(200);
@@ -183,10 +186,10 @@ describe('MCP queries and ingest events', () => {
       message: expect.stringContaining('100 MCP queries'),
       details: { quota: 100, used: 100, resetsAt: expect.any(String) },
     });
-    await api.services.db.query(
-      `INSERT INTO usage_counters (operator_id, period_start, mcp_queries) VALUES ($1, $2, 1000)`,
-      [team.id, billingPeriodStart(team.billingAnchor)],
-    );
+    await api.services.db.query(`INSERT INTO usage_counters (operator_id, period_start, mcp_queries) VALUES ($1, $2, 1000)`, [
+      team.id,
+      billingPeriodStart(team.billingAnchor),
+    ]);
     expect(await countUsage(api.services.db, team, 'mcp_queries')).toBe(1001);
   });
 
@@ -194,6 +197,13 @@ describe('MCP queries and ingest events', () => {
     const op = await newOperator(api);
     const operator = await operatorOf(op);
     expect(await reserveIngestEvents(api.services.db, operator, 10_005)).toEqual({ granted: 10_000, dropped: 5 });
-    expect((await usage(op.key)).ingestEvents).toEqual({ used: 10_000, quota: 10_000, remaining: 0, overage: 0, overQuota: 'dropped', dropped: 5 });
+    expect((await usage(op.key)).ingestEvents).toEqual({
+      used: 10_000,
+      quota: 10_000,
+      remaining: 0,
+      overage: 0,
+      overQuota: 'dropped',
+      dropped: 5,
+    });
   });
 });

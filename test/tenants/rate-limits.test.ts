@@ -50,7 +50,12 @@ describe('RateLimiter against real Redis', () => {
     const op = randomUUID();
     const decisions = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? l1 : l2).hit(op, 'api')));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
-    expect(decisions.map((d) => d.remaining).sort((x, y) => y - x).slice(0, 10)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+    expect(
+      decisions
+        .map((d) => d.remaining)
+        .sort((x, y) => y - x)
+        .slice(0, 10),
+    ).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
     other.disconnect();
   });
 

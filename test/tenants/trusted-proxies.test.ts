@@ -42,13 +42,23 @@ describe('the client address behind TRUSTED_PROXIES', () => {
     const b: number[] = [];
     for (let i = 0; i < LIMIT + 1; i++) {
       // The first entry is the client's own, to forge; the last is what the proxy saw.
-      a.push((await request(`${behindLoopback.url}/api/venues`, { key: wrongKey, headers: { 'x-forwarded-for': `203.0.113.${i}, ${forwarded(1)}` } })).status);
+      a.push(
+        (
+          await request(`${behindLoopback.url}/api/venues`, {
+            key: wrongKey,
+            headers: { 'x-forwarded-for': `203.0.113.${i}, ${forwarded(1)}` },
+          })
+        ).status,
+      );
     }
     expect(a).toEqual([...Array(LIMIT).fill(401), 429]);
     b.push((await request(`${behindLoopback.url}/api/venues`, { key: wrongKey, headers: { 'x-forwarded-for': forwarded(2) } })).status);
     expect(b).toEqual([401]);
     // A forwarded entry that is no address falls back to the peer, never to a made-up budget.
-    const junk = await request(`${behindLoopback.url}/api/venues`, { key: wrongKey, headers: { 'x-forwarded-for': `${forwarded(1)}, not-an-ip` } });
+    const junk = await request(`${behindLoopback.url}/api/venues`, {
+      key: wrongKey,
+      headers: { 'x-forwarded-for': `${forwarded(1)}, not-an-ip` },
+    });
     expect([401, 429]).toContain(junk.status);
   });
 });
@@ -66,7 +76,13 @@ describe('TRUSTED_PROXIES', () => {
     const cfg = testConfig({ TRUSTED_PROXIES: ' 10.0.0.0/8, fd00::/8 ,192.0.2.7' });
     expect(cfg.TRUSTED_PROXIES).toEqual(['10.0.0.0/8', 'fd00::/8', '192.0.2.7']);
     const trusted = trustedPeers(cfg.TRUSTED_PROXIES);
-    expect([trusted('10.9.9.9'), trusted('fd00::5'), trusted('192.0.2.7'), trusted('192.0.2.8'), trusted('127.0.0.1')]).toEqual([true, true, true, false, false]);
+    expect([trusted('10.9.9.9'), trusted('fd00::5'), trusted('192.0.2.7'), trusted('192.0.2.8'), trusted('127.0.0.1')]).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
     for (const bad of ['localhost', '10.0.0.0/33', '::1/129', '1.2.3.4/8/1', '1.2.3']) {
       expect(() => testConfig({ TRUSTED_PROXIES: bad }), bad).toThrow(ConfigError);
     }

@@ -18,7 +18,10 @@ const isoString = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z
 async function expect400(res: Awaited<ReturnType<typeof call>>, field: string) {
   expect(res.status, JSON.stringify(res.body)).toBe(400);
   expect(res.body.code).toBe('VALIDATION_ERROR');
-  expect(fields(res.body).some((f) => f === field || res.body.details.some((d: { message: string }) => d.message.includes(field))), JSON.stringify(res.body)).toBe(true);
+  expect(
+    fields(res.body).some((f) => f === field || res.body.details.some((d: { message: string }) => d.message.includes(field))),
+    JSON.stringify(res.body),
+  ).toBe(true);
 }
 
 describe('POST /api/venues', () => {
@@ -213,7 +216,9 @@ describe('GET /api/venues/:id', () => {
   it('returns the venue with its active zones and not deleted integrations', async () => {
     const op = await newOperator(api, 'pro');
     const venue = await newVenue(api, op.key, { address: 'Road 2', lat: 1.5, lng: -2.5, hardware_type: 'unifi' });
-    const zone = (await call(`/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'floor', name: 'Floor', type: 'area', capacity: 120 } })).body;
+    const zone = (
+      await call(`/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'floor', name: 'Floor', type: 'area', capacity: 120 } })
+    ).body;
     const gone = (await call(`/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'gone', name: 'Gone', type: 'area' } })).body;
     await call(`/api/venues/${venue.id}/zones/${gone.id}`, { key: op.key, method: 'DELETE' });
     const meraki = { connector_type: 'meraki', config: { api_key: 'k-123', org_id: 'o1' } };
@@ -264,7 +269,11 @@ describe('PUT /api/venues/:id', () => {
 
   it('changes only the fields sent and returns the venue with updated_at', async () => {
     const before = (await call(`/api/venues/${venueId}`, { key: op.key })).body;
-    const res = await call(`/api/venues/${venueId}`, { key: op.key, method: 'PUT', json: { name: 'Renamed', timezone: 'America/New_York' } });
+    const res = await call(`/api/venues/${venueId}`, {
+      key: op.key,
+      method: 'PUT',
+      json: { name: 'Renamed', timezone: 'America/New_York' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: venueId,
@@ -284,7 +293,11 @@ describe('PUT /api/venues/:id', () => {
   });
 
   it('clears optional fields sent as null', async () => {
-    const res = await call(`/api/venues/${venueId}`, { key: op.key, method: 'PUT', json: { address: null, lat: null, lng: null, hardware_type: null } });
+    const res = await call(`/api/venues/${venueId}`, {
+      key: op.key,
+      method: 'PUT',
+      json: { address: null, lat: null, lng: null, hardware_type: null },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ name: 'Renamed', address: null, lat: null, lng: null, hardware_type: null });
   });
@@ -323,7 +336,10 @@ describe('DELETE /api/venues/:id (soft delete)', () => {
     const venue = await newVenue(api, op.key);
     const zone = (await call(`/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'z', name: 'Z', type: 'area' } })).body;
     const integration = (
-      await call(`/api/venues/${venue.id}/integrations`, { key: op.key, json: { connector_type: 'verkada', config: { org_id: 'o', api_key: 'vk' } } })
+      await call(`/api/venues/${venue.id}/integrations`, {
+        key: op.key,
+        json: { connector_type: 'verkada', config: { org_id: 'o', api_key: 'vk' } },
+      })
     ).body;
 
     const res = await call(`/api/venues/${venue.id}`, { key: op.key, method: 'DELETE' });

@@ -31,7 +31,10 @@ describe('POST /api/venues/:id/zones', () => {
 
   it('creates a zone and answers 201 with the full zone; capacity is null when not set', async () => {
     const venue = await newVenue(api, op.key);
-    const res = await call(`/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'main-entrance', name: 'Main entrance', type: 'entrance' } });
+    const res = await call(`/api/venues/${venue.id}/zones`, {
+      key: op.key,
+      json: { slug: 'main-entrance', name: 'Main entrance', type: 'entrance' },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -44,7 +47,11 @@ describe('POST /api/venues/:id/zones', () => {
       created_at: isoString,
       updated_at: isoString,
     });
-    for (const [slug, type, capacity] of [['bar', 'counter', 0], ['floor-2', 'area', 250], ['exit-b', 'exit', 12.5]] as const) {
+    for (const [slug, type, capacity] of [
+      ['bar', 'counter', 0],
+      ['floor-2', 'area', 250],
+      ['exit-b', 'exit', 12.5],
+    ] as const) {
       expect((await addZone(venue.id, { slug, name: slug, type, capacity })).capacity).toBe(capacity);
     }
   });
@@ -73,7 +80,10 @@ describe('POST /api/venues/:id/zones', () => {
 
   it('rejects an unknown field and an empty body with 400', async () => {
     const venue = await newVenue(api, op.key);
-    const unknown = await call(`/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'a', name: 'A', type: 'area', colour: 'red' } });
+    const unknown = await call(`/api/venues/${venue.id}/zones`, {
+      key: op.key,
+      json: { slug: 'a', name: 'A', type: 'area', colour: 'red' },
+    });
     expect(unknown.status).toBe(400);
     expect(JSON.stringify(unknown.body.details)).toContain('colour');
     const empty = await call(`/api/venues/${venue.id}/zones`, { key: op.key, method: 'POST' });
@@ -93,7 +103,9 @@ describe('POST /api/venues/:id/zones', () => {
     await addZone(other.id, { slug: 'lobby', name: 'Lobby', type: 'area' });
     // concurrent duplicates: exactly one wins
     const racing = await Promise.all(
-      Array.from({ length: 6 }, () => call(`/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'race', name: 'R', type: 'area' } })),
+      Array.from({ length: 6 }, () =>
+        call(`/api/venues/${venue.id}/zones`, { key: op.key, json: { slug: 'race', name: 'R', type: 'area' } }),
+      ),
     );
     expect(racing.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
     // deleting frees the slug
@@ -139,7 +151,11 @@ describe('PUT /api/venues/:id/zones/:zoneId', () => {
     const res = await call(`/api/venues/${venue.id}/zones/${zone.id}`, { key: op.key, method: 'PUT', json: { slug: 'new', name: 'New' } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ...zone, slug: 'new', name: 'New', updated_at: isoString });
-    const cleared = await call(`/api/venues/${venue.id}/zones/${zone.id}`, { key: op.key, method: 'PUT', json: { capacity: null, type: 'exit' } });
+    const cleared = await call(`/api/venues/${venue.id}/zones/${zone.id}`, {
+      key: op.key,
+      method: 'PUT',
+      json: { capacity: null, type: 'exit' },
+    });
     expect(cleared.body).toMatchObject({ slug: 'new', name: 'New', type: 'exit', capacity: null });
     // the old slug is free again
     await addZone(venue.id, { slug: 'old', name: 'Old again', type: 'area' });

@@ -19,10 +19,16 @@ beforeAll(async () => {
   stack = await startWebStack({ edge: { WS_KEY_RECHECK_MS: '500' } });
   [a, b] = await Promise.all([newOperator(stack.api, 'pro'), newOperator(stack.api, 'pro')]);
   venue = await newVenue(stack.api, a.key, { name: 'Harbour Hall', timezone: 'Europe/Lisbon' });
-  const zone = await request(`${stack.api.url}/api/venues/${venue.id}/zones`, { key: a.key, json: { slug: 'hall', name: 'Main hall', type: 'area', capacity: 5 } });
+  const zone = await request(`${stack.api.url}/api/venues/${venue.id}/zones`, {
+    key: a.key,
+    json: { slug: 'hall', name: 'Main hall', type: 'area', capacity: 5 },
+  });
   expect(zone.status, JSON.stringify(zone.body)).toBe(201);
   hallId = zone.body.id;
-  const integration = await request(`${stack.api.url}/api/venues/${venue.id}/integrations`, { key: a.key, json: { connector_type: 'density', config: { api_token: 'density-token' } } });
+  const integration = await request(`${stack.api.url}/api/venues/${venue.id}/integrations`, {
+    key: a.key,
+    json: { connector_type: 'density', config: { api_token: 'density-token' } },
+  });
   expect(integration.status, JSON.stringify(integration.body)).toBe(201);
   otherVenue = await newVenue(stack.api, b.key, { name: 'Someone else’s venue' });
 });
@@ -60,7 +66,12 @@ async function signIn(key: string, init?: string): Promise<Page> {
   return page;
 }
 
-const text = (page: Page, selector: string) => page.locator(selector).first().textContent({ timeout: 1000 }).catch(() => null);
+const text = (page: Page, selector: string) =>
+  page
+    .locator(selector)
+    .first()
+    .textContent({ timeout: 1000 })
+    .catch(() => null);
 
 describe('the dashboard page in Chromium, against the running stack', () => {
   it('is served by the front door at / (the API keeps its JSON answers)', async () => {
@@ -121,11 +132,25 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     await page.locator('#occupancy table').waitFor();
     expect(await page.locator('h1').count()).toBe(1);
     expect(await page.locator('section h2').allTextContents()).toEqual(
-      expect.arrayContaining(['Live occupancy', 'Alarms', 'Telemetry', 'Dwell time', 'Visitor loyalty', 'Expected occupancy by day and hour']),
+      expect.arrayContaining([
+        'Live occupancy',
+        'Alarms',
+        'Telemetry',
+        'Dwell time',
+        'Visitor loyalty',
+        'Expected occupancy by day and hour',
+      ]),
     );
     const unnamed = await page
       .locator('button, select, input, a')
-      .evaluateAll((els) => els.filter((e) => !((e as unknown as { labels?: { length: number } }).labels?.length || e.getAttribute('aria-label') || e.textContent?.trim())).map((e) => e.outerHTML));
+      .evaluateAll((els) =>
+        els
+          .filter(
+            (e) =>
+              !((e as unknown as { labels?: { length: number } }).labels?.length || e.getAttribute('aria-label') || e.textContent?.trim()),
+          )
+          .map((e) => e.outerHTML),
+      );
     expect(unnamed).toEqual([]);
     // A picker changed with the keyboard reloads its chart.
     const asked = page.waitForRequest((r) => r.url().includes('/telemetry?') && r.url().includes('agg=MAX'));
@@ -192,7 +217,10 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     await expect.poll(() => row.first().locator('.alarm-now').textContent(), { timeout: 30_000 }).toBe('now: 140\u00a0% (7 of 5)');
     expect(await row.first().locator('.alarm-message').textContent()).toContain('(6 of 5)');
 
-    await row.first().getByRole('button', { name: /^Acknowledge/ }).click();
+    await row
+      .first()
+      .getByRole('button', { name: /^Acknowledge/ })
+      .click();
     await expect.poll(() => row.first().getAttribute('data-status'), { timeout: 30_000 }).toBe('ACTIVE_ACK');
     expect(await row.first().locator('.alarm-status').textContent()).toBe('Active, acknowledged');
     const listed = await request(`${stack.api.url}/api/alarms?venue_id=${venue.id}`, { key: a.key });
@@ -225,16 +253,24 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     expect(await chart.getByLabel('Aggregation').inputValue()).toBe('SUM');
     // The six entries of the scenario above, stored by the sink, in the hourly buckets.
     await expect
-      .poll(async () => {
-        await chart.getByLabel('Aggregation').selectOption('MAX');
-        await chart.getByLabel('Aggregation').selectOption('SUM');
-        return caption.textContent();
-      }, { timeout: 30_000 })
+      .poll(
+        async () => {
+          await chart.getByLabel('Aggregation').selectOption('MAX');
+          await chart.getByLabel('Aggregation').selectOption('SUM');
+          return caption.textContent();
+        },
+        { timeout: 30_000 },
+      )
       .toMatch(/^entries · SUM per 1 hour · last 7 days · [1-9]\d* points?$/);
     expect(await page.locator('#telemetry canvas').count()).toBeGreaterThan(0);
-    expect(await chart.getByTestId('chart-axes').textContent()).toBe('Vertical axis: entries (people per 1 hour); horizontal: time in Europe/Lisbon.');
+    expect(await chart.getByTestId('chart-axes').textContent()).toBe(
+      'Vertical axis: entries (people per 1 hour); horizontal: time in Europe/Lisbon.',
+    );
     await page.locator('#predictions').scrollIntoViewIfNeeded();
-    await page.locator('#predictions .status').filter({ hasText: /^(No history yet.*|)$/ }).waitFor({ timeout: 60_000 });
+    await page
+      .locator('#predictions .status')
+      .filter({ hasText: /^(No history yet.*|)$/ })
+      .waitFor({ timeout: 60_000 });
     await page.evaluate('window.scrollTo(0, 0)');
     await page.screenshot({ path: screenshot('venue'), fullPage: true });
 
@@ -268,7 +304,10 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     await page.getByTestId('chart-caption').filter({ hasText: 'last 24 hours' }).waitFor();
     expect(week).toEqual([]); // below the fold: nothing asked yet
     await page.locator('#predictions').scrollIntoViewIfNeeded();
-    await page.locator('#predictions .status').filter({ hasText: /^No history yet/ }).waitFor({ timeout: 30_000 });
+    await page
+      .locator('#predictions .status')
+      .filter({ hasText: /^No history yet/ })
+      .waitFor({ timeout: 30_000 });
     expect(week).toHaveLength(1);
     expect(cells).toBe(0);
     expect(await page.locator('#predictions td[aria-label$="no history"]').count()).toBe(7 * 24);
@@ -285,7 +324,9 @@ describe('the dashboard page in Chromium, against the running stack', () => {
     try {
       // One check of state and text together: after the edge's 1001 the page retries at once, so
       // the message may already have moved on by a second look.
-      await page.locator('#live-status[data-state=retrying]', { hasText: /^Live updates lost \(.+\); reconnecting/ }).waitFor({ timeout: 15_000 });
+      await page
+        .locator('#live-status[data-state=retrying]', { hasText: /^Live updates lost \(.+\); reconnecting/ })
+        .waitFor({ timeout: 15_000 });
       // The card no longer claims to be live.
       await page.locator('#occupancy .status', { hasText: /^Live updates paused, reconnecting…/ }).waitFor({ timeout: 15_000 });
       // People arrive while the page is disconnected: it refetches on reconnecting.

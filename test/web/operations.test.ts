@@ -22,7 +22,13 @@ async function count(zone: string | null, occupancy: number): Promise<void> {
     json: {
       venue_id: busy.id,
       connector_type: 'density',
-      events: [{ type: 'occupancy', timestamp: new Date(Date.now() - 1000).toISOString(), payload: { space_id: `spc_${zone ?? 'venue'}`, update_type: 'live', occupancy, ...(zone ? { zone } : {}) } }],
+      events: [
+        {
+          type: 'occupancy',
+          timestamp: new Date(Date.now() - 1000).toISOString(),
+          payload: { space_id: `spc_${zone ?? 'venue'}`, update_type: 'live', occupancy, ...(zone ? { zone } : {}) },
+        },
+      ],
     },
   });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
@@ -83,7 +89,11 @@ const loaded = async (page: Page) => {
   await page.waitForFunction(`![...document.querySelectorAll('.status')].some((s) => s.textContent.startsWith('Loading'))`);
   await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
 };
-const noSidewaysScroll = (page: Page) => page.evaluate('({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })') as Promise<{ scroll: number; inner: number }>;
+const noSidewaysScroll = (page: Page) =>
+  page.evaluate('({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })') as Promise<{
+    scroll: number;
+    inner: number;
+  }>;
 
 describe('the operations views in Chromium, against the running stack', () => {
   it('the portfolio: every venue with occupancy, alarms by severity and connector health, what needs attention first', async () => {
@@ -108,7 +118,10 @@ describe('the operations views in Chromium, against the running stack', () => {
     // The operator's totals and event volume are shown.
     await page.locator('#stats .tile').first().waitFor();
     expect(await page.locator('#stats').textContent()).toContain('Active venues2');
-    await page.getByTestId('events-caption').filter({ hasText: /total [\d,]+ events/ }).waitFor();
+    await page
+      .getByTestId('events-caption')
+      .filter({ hasText: /total [\d,]+ events/ })
+      .waitFor();
     expect(await page.locator('#events canvas').count()).toBeGreaterThan(0);
     // Live: a new count moves the venue's figure without a reload.
     await page.locator('#live-status[data-state=live]').waitFor();
@@ -160,7 +173,9 @@ describe('the operations views in Chromium, against the running stack', () => {
     await list.getByTestId('bulk-summary').filter({ hasText: '2 acknowledged, 1 already was.' }).waitFor();
     const states = (await api('/api/alarms?status=ACTIVE_ACK')).body.alarms.map((a: { severity: string }) => a.severity).sort();
     expect(states).toEqual(['CRITICAL', 'MAJOR', 'WARNING']);
-    await expect.poll(() => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-status')))).toEqual(['ACTIVE_ACK', 'ACTIVE_ACK', 'ACTIVE_ACK']);
+    await expect
+      .poll(() => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-status'))))
+      .toEqual(['ACTIVE_ACK', 'ACTIVE_ACK', 'ACTIVE_ACK']);
     await page.close();
   });
 
@@ -228,8 +243,13 @@ describe('the operations views in Chromium, against the running stack', () => {
     await rules.locator('[data-error-for="zone_occupancy.major_percent"]').filter({ hasText: /.+/ }).waitFor();
     await rules.getByLabel('Major from (%)').fill('92');
     await rules.getByRole('button', { name: 'Save thresholds' }).click();
-    await rules.locator('.status').filter({ hasText: /^Saved/ }).waitFor();
-    expect((await request(`${stack.api.url}/api/venues/${venueId}/alarm-rules`, { key: fresh.key })).body.zone_occupancy.major_percent).toBe(92);
+    await rules
+      .locator('.status')
+      .filter({ hasText: /^Saved/ })
+      .waitFor();
+    expect(
+      (await request(`${stack.api.url}/api/venues/${venueId}/alarm-rules`, { key: fresh.key })).body.zone_occupancy.major_percent,
+    ).toBe(92);
 
     // The new venue is on the portfolio, with its integration waiting for first data.
     await page.evaluate('location.hash = "#/"');
@@ -308,8 +328,13 @@ describe('the operations views in Chromium, against the running stack', () => {
       expect(layout).toMatchObject({ inTable: true, inCells: true, pctOneLine: true });
       // The heat map at this width: every cell at least 1.6 rem wide (numbers never overlap).
       await page.locator('#predictions').scrollIntoViewIfNeeded();
-      await page.locator('#predictions .status').filter({ hasText: /^(No history yet.*|)$/ }).waitFor({ timeout: 60_000 });
-      const narrowest = await page.locator('#predictions tbody td').evaluateAll((tds) => Math.min(...tds.map((td) => td.getBoundingClientRect().width)));
+      await page
+        .locator('#predictions .status')
+        .filter({ hasText: /^(No history yet.*|)$/ })
+        .waitFor({ timeout: 60_000 });
+      const narrowest = await page
+        .locator('#predictions tbody td')
+        .evaluateAll((tds) => Math.min(...tds.map((td) => td.getBoundingClientRect().width)));
       expect(narrowest).toBeGreaterThanOrEqual(width < 640 ? 30 : 20);
       const m = await noSidewaysScroll(page);
       expect(m.scroll).toBeLessThanOrEqual(m.inner);

@@ -15,12 +15,38 @@ export function answerClientErrors(server: Server, log: Logger): void {
     }
     const [status, reason, body] =
       err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'Request Header Fields Too Large', { error: 'request headers too large (at most 16 KB in all)', code: 'VALIDATION_ERROR', details: [{ field: '(headers)', message: 'the header block is too large' }] }]
+        ? [
+            431,
+            'Request Header Fields Too Large',
+            {
+              error: 'request headers too large (at most 16 KB in all)',
+              code: 'VALIDATION_ERROR',
+              details: [{ field: '(headers)', message: 'the header block is too large' }],
+            },
+          ]
         : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [408, 'Request Timeout', { error: 'the request did not arrive in time', code: 'VALIDATION_ERROR', details: [{ field: '(request)', message: 'timed out while reading the request' }] }]
-          : [400, 'Bad Request', { error: 'malformed request: bad request line, headers or framing', code: 'VALIDATION_ERROR', details: [{ field: '(request)', message: 'rejected by the HTTP parser' }] }];
+          ? [
+              408,
+              'Request Timeout',
+              {
+                error: 'the request did not arrive in time',
+                code: 'VALIDATION_ERROR',
+                details: [{ field: '(request)', message: 'timed out while reading the request' }],
+              },
+            ]
+          : [
+              400,
+              'Bad Request',
+              {
+                error: 'malformed request: bad request line, headers or framing',
+                code: 'VALIDATION_ERROR',
+                details: [{ field: '(request)', message: 'rejected by the HTTP parser' }],
+              },
+            ];
     log.debug({ code: err.code, status }, 'request refused by the HTTP parser');
     const json = JSON.stringify(body);
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+    );
   });
 }

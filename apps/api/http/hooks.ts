@@ -40,7 +40,12 @@ export function hooksRouter(deps: ApiDeps, limiter: RateLimiter | undefined): Ro
       observe: (connector, outcome) => deps.metrics.webhookDeliveries.inc({ connector, outcome }),
     };
     const answer = await limitingFailures(limiter, ctx, () =>
-      receiveDelivery(receiverDeps, integrationId, { method: ctx.method, headers: ctx.headers, rawBody: () => readRawText(ctx), now: new Date() }),
+      receiveDelivery(receiverDeps, integrationId, {
+        method: ctx.method,
+        headers: ctx.headers,
+        rawBody: () => readRawText(ctx),
+        now: new Date(),
+      }),
     );
     ctx.status = 200;
     if (answer.kind === 'text') {
@@ -58,7 +63,13 @@ export function hooksRouter(deps: ApiDeps, limiter: RateLimiter | undefined): Ro
 
 /** The receivers in /openapi.json, added to the generated paths (they are not operations: they read the raw body). */
 export function hooksOpenApiPaths(): Record<string, Record<string, JsonSchema>> {
-  const param = { name: 'integration_id', in: 'path', required: true, description: 'the integration the vendor delivers for (its id)', schema: { type: 'string', format: 'uuid' } };
+  const param = {
+    name: 'integration_id',
+    in: 'path',
+    required: true,
+    description: 'the integration the vendor delivers for (its id)',
+    schema: { type: 'string', format: 'uuid' },
+  };
   const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, { $ref: `#/components/responses/Error${s}` }]));
   const taken = {
     description: 'the delivery was taken (even when ingest rejected some of its events one by one: a retry would not help)',
@@ -70,7 +81,11 @@ export function hooksOpenApiPaths(): Record<string, Record<string, JsonSchema>> 
           properties: {
             accepted: { type: 'integer', description: 'events accepted by ingest' },
             rejected: { type: 'integer', description: 'events ingest rejected (reasons as for POST /ingest, logged at debug)' },
-            ignored: { type: 'integer', description: "parts of the delivery deliberately not stored (another Square location, a Verkada webhook type without telemetry, the same Meraki sighting twice)" },
+            ignored: {
+              type: 'integer',
+              description:
+                'parts of the delivery deliberately not stored (another Square location, a Verkada webhook type without telemetry, the same Meraki sighting twice)',
+            },
           },
         },
       },
@@ -98,11 +113,17 @@ export function hooksOpenApiPaths(): Record<string, Record<string, JsonSchema>> 
         tags: ['Webhooks'],
         security: [],
         parameters: [param],
-        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', description: "the vendor's webhook body, signed as sent" } } } },
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { type: 'object', description: "the vendor's webhook body, signed as sent" } } },
+        },
         responses: { 200: taken, ...errors(400, 401, 404, 413, 415, 429, 500, 503) },
       },
     },
   };
 }
 
-export const HOOKS_TAG = { name: 'Webhooks', description: "Vendor webhook receivers, one URL per integration, authenticated by the vendor's own mechanism" };
+export const HOOKS_TAG = {
+  name: 'Webhooks',
+  description: "Vendor webhook receivers, one URL per integration, authenticated by the vendor's own mechanism",
+};

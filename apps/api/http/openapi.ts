@@ -17,7 +17,8 @@ const ERROR_MEANINGS: Record<ErrorCode, string> = {
   PAYLOAD_TOO_LARGE: `request body over ${MAX_BODY_BYTES} bytes`,
   UNSUPPORTED_MEDIA_TYPE: 'a Content-Encoding or charset other than identity / UTF-8',
   METHOD_NOT_ALLOWED: 'the path exists but not with this method (the Allow header lists the methods)',
-  RATE_LIMITED: 'per-operator rate limit reached, or too many requests without a valid key from one address; retry after Retry-After seconds',
+  RATE_LIMITED:
+    'per-operator rate limit reached, or too many requests without a valid key from one address; retry after Retry-After seconds',
   QUOTA_EXCEEDED: "Free plan's monthly quota used up; Retry-After is the time to the next billing period",
   PLAN_LIMIT_REACHED: "the plan's limit (e.g. max venues) is reached; upgrade the plan",
   ALREADY_ACKNOWLEDGED: 'the alarm is already acknowledged',
@@ -32,7 +33,11 @@ export const errorEnvelope = z
     code: z.enum(Object.keys(ERROR_MEANINGS) as [ErrorCode, ...ErrorCode[]]),
     details: z.unknown().optional().describe('for VALIDATION_ERROR an array of {field, message}'),
   })
-  .describe(Object.entries(ERROR_MEANINGS).map(([code, meaning]) => `${code}: ${meaning}`).join('\n'));
+  .describe(
+    Object.entries(ERROR_MEANINGS)
+      .map(([code, meaning]) => `${code}: ${meaning}`)
+      .join('\n'),
+  );
 
 const ERROR_STATUSES: Record<number, string> = {
   400: `VALIDATION_ERROR: invalid JSON (or nested deeper than ${MAX_JSON_DEPTH}), content type, body, query or path parameter`,
@@ -107,16 +112,24 @@ function operation(op: AnyOperation): JsonSchema {
 
 /** The MCP transport: JSON-RPC over Streamable HTTP (docs/mcp.md), with the same key and limits as REST. */
 function mcpOperation(): JsonSchema {
-  const rpc = { type: 'object', required: ['jsonrpc'], properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer'] }, method: { type: 'string' } } };
+  const rpc = {
+    type: 'object',
+    required: ['jsonrpc'],
+    properties: { jsonrpc: { const: '2.0' }, id: { type: ['string', 'integer'] }, method: { type: 'string' } },
+  };
   return {
     operationId: 'mcp',
-    summary: 'Model Context Protocol (Streamable HTTP, stateless): initialize, tools/list, tools/call; each tools/call counts as one MCP query',
+    summary:
+      'Model Context Protocol (Streamable HTTP, stateless): initialize, tools/list, tools/call; each tools/call counts as one MCP query',
     tags: ['MCP'],
     security: [{ bearerAuth: [] }],
     parameters: [],
     requestBody: { required: true, content: { 'application/json': { schema: rpc } } },
     responses: {
-      200: { description: 'the JSON-RPC answer; tool failures are results with isError true', content: { 'application/json': { schema: rpc } } },
+      200: {
+        description: 'the JSON-RPC answer; tool failures are results with isError true',
+        content: { 'application/json': { schema: rpc } },
+      },
       202: { description: 'a notification was accepted' },
       ...Object.fromEntries([400, 401, 413, 415, 429, 500].map((status) => [status, { $ref: `#/components/responses/Error${status}` }])),
     },

@@ -51,7 +51,11 @@ export function toolsFrom(operations: readonly AnyOperation[]): GeneratedTool[] 
         inputSchema: z.object(shape),
         outputSchema: op.response.schema,
         annotations: { title: op.summary, readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-        async call(args: Record<string, unknown>, ctx: BearerContext, budget = new ResultBudget(ctx.deps.services.cfg.MCP_MAX_RESULT_BYTES)) {
+        async call(
+          args: Record<string, unknown>,
+          ctx: BearerContext,
+          budget = new ResultBudget(ctx.deps.services.cfg.MCP_MAX_RESULT_BYTES),
+        ) {
           let input;
           try {
             input = {

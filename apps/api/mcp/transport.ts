@@ -3,7 +3,14 @@ import type { Context } from 'koa';
 import { jsonSchema } from '../../../lib/json-schema.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, DEFAULT_NEGOTIATED_PROTOCOL_VERSION, ErrorCode as RpcError, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  DEFAULT_NEGOTIATED_PROTOCOL_VERSION,
+  ErrorCode as RpcError,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { countUsage } from '../../../domain/limits/quotas.js';
 import type { RateLimiter } from '../../../domain/limits/rate-limit.js';
 import { AppError } from '../../../lib/errors.js';

@@ -18,7 +18,8 @@ export async function bearerAuth(db: Db, ctx: Context): Promise<{ operator: Oper
     return { operator: await authenticate(db, key), apiKey: key! };
   } catch (err) {
     // RFC 9110: a 401 names the scheme the client should use.
-    if (err instanceof AppError && err.status === 401) throw new AppError(401, err.code, err.message, err.details, { 'WWW-Authenticate': 'Bearer realm="venue-telemetry"' });
+    if (err instanceof AppError && err.status === 401)
+      throw new AppError(401, err.code, err.message, err.details, { 'WWW-Authenticate': 'Bearer realm="venue-telemetry"' });
     throw err;
   }
 }

@@ -41,9 +41,12 @@ export async function readJsonBody(ctx: Context, opts: BodyOptions = {}): Promis
   try {
     body = JSON.parse(text);
   } catch (err) {
-    throw new AppError(400, 'VALIDATION_ERROR', 'request body is not valid JSON', [{ field: 'body', message: (err as Error).message.slice(0, 200) }]);
+    throw new AppError(400, 'VALIDATION_ERROR', 'request body is not valid JSON', [
+      { field: 'body', message: (err as Error).message.slice(0, 200) },
+    ]);
   }
-  const checked = opts.checkedPerItem && body && typeof body === 'object' && !Array.isArray(body) ? { ...body, [opts.checkedPerItem]: undefined } : body;
+  const checked =
+    opts.checkedPerItem && body && typeof body === 'object' && !Array.isArray(body) ? { ...body, [opts.checkedPerItem]: undefined } : body;
   const field = findLoneSurrogate(checked);
   if (field) {
     throw new AppError(400, 'VALIDATION_ERROR', `invalid body: check ${field}`, [
@@ -107,21 +110,27 @@ function readText(req: IncomingMessage, limit: number): Promise<string> {
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= limit) chunks.push(chunk);
-      else settle(() => {
-        req.pause();
-        reject(tooLarge(limit));
-      });
+      else
+        settle(() => {
+          req.pause();
+          reject(tooLarge(limit));
+        });
     };
     const onEnd = () =>
       settle(() => {
         try {
           resolve(utf8.decode(Buffer.concat(chunks)));
         } catch {
-          reject(new AppError(400, 'VALIDATION_ERROR', 'request body is not valid UTF-8', [{ field: 'body', message: 'invalid UTF-8 byte sequence' }]));
+          reject(
+            new AppError(400, 'VALIDATION_ERROR', 'request body is not valid UTF-8', [
+              { field: 'body', message: 'invalid UTF-8 byte sequence' },
+            ]),
+          );
         }
       });
     // The client went away mid-body: nobody will read the answer, but the request must still settle.
-    const onGone = () => settle(() => reject(new AppError(400, 'VALIDATION_ERROR', 'request body ended early', [{ field: 'body', message: 'incomplete' }])));
+    const onGone = () =>
+      settle(() => reject(new AppError(400, 'VALIDATION_ERROR', 'request body ended early', [{ field: 'body', message: 'incomplete' }])));
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });
 }
@@ -136,4 +145,6 @@ const tooLarge = (limit: number) =>
   );
 
 const unsupported = (message: string, header: string) =>
-  new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', message, [{ field: header, message: 'send Content-Type: application/json (UTF-8) without Content-Encoding' }]);
+  new AppError(415, 'UNSUPPORTED_MEDIA_TYPE', message, [
+    { field: header, message: 'send Content-Type: application/json (UTF-8) without Content-Encoding' },
+  ]);

@@ -24,9 +24,20 @@ function fromPostgres(err: unknown): AppError | undefined {
   return undefined;
 }
 
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', '57P01', '57P02', '57P03']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
 // pg answers a query on a client whose connection already broke with the last of these.
-const UNREACHABLE_MESSAGES = /Connection terminated|encountered a connection error and is not queryable|timeout exceeded when trying to connect|the database system is (starting up|shutting down)/;
+const UNREACHABLE_MESSAGES =
+  /Connection terminated|encountered a connection error and is not queryable|timeout exceeded when trying to connect|the database system is (starting up|shutting down)/;
 
 /**
  * An engine that cannot be reached (Postgres or ClickHouse stopped or restarting, a connection cut):
@@ -46,7 +57,10 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof z.ZodError) return new AppError(400, 'VALIDATION_ERROR', 'invalid input', fieldProblems(err));
   // http-errors (koa, the router) mark their errors with `expose`; other errors that merely carry a
   // `status` (e.g. from an engine's HTTP client) are not the client's fault.
-  const http = typeof err === 'object' && err !== null && typeof (err as { expose?: unknown }).expose === 'boolean' ? (err as { status?: unknown; message?: string }) : undefined;
+  const http =
+    typeof err === 'object' && err !== null && typeof (err as { expose?: unknown }).expose === 'boolean'
+      ? (err as { status?: unknown; message?: string })
+      : undefined;
   if (http && typeof http.status === 'number' && http.status >= 400 && http.status !== 500) {
     const known = HTTP_CODES[http.status];
     if (known) return new AppError(http.status, known.code, known.message);
@@ -66,12 +80,19 @@ export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
     // A transport that writes its own answer (MCP) sets `respond = false`.
-    if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) throw new AppError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false)
+      throw new AppError(404, 'NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
   } catch (err) {
     let appErr = toAppError(err);
     if (appErr.status === 405) {
       const allowed = allowedMethods(ctx);
-      appErr = new AppError(405, 'METHOD_NOT_ALLOWED', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`, { allowed }, { Allow: allowed.join(', ') });
+      appErr = new AppError(
+        405,
+        'METHOD_NOT_ALLOWED',
+        `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`,
+        { allowed },
+        { Allow: allowed.join(', ') },
+      );
     }
     // A 501 is an unknown method: the client's doing, not a failure to log.
     if (appErr.status === 503 && !(err instanceof AppError)) ctx.state.log?.warn({ err }, 'engine unreachable; answered 503');

@@ -33,7 +33,13 @@ export function refuseKnownOverLimit(limiter: RateLimiter | undefined, ctx: Cont
 }
 
 /** Counts `requests` of the authenticated operator; past the limit, 429 (and the key is remembered as refused). */
-export async function countRequests(limiter: RateLimiter, ctx: Context, who: { operatorId: string; apiKey: string }, bucket: RateBucket, requests = 1): Promise<void> {
+export async function countRequests(
+  limiter: RateLimiter,
+  ctx: Context,
+  who: { operatorId: string; apiKey: string },
+  bucket: RateBucket,
+  requests = 1,
+): Promise<void> {
   const decision = await limiter.hit(who.operatorId, bucket, requests);
   if (!decision.allowed) {
     limiter.noteRefused(digestOf(who.apiKey), bucket);

@@ -25,11 +25,14 @@ const occupancySettings = z.strictObject({
   hysteresis_points: z.number().min(0).max(100).describe('percentage points below a threshold the value must fall to leave that level'),
   min_duration_seconds: z.number().int().min(0).max(3600).describe('how long a breach must last before an alarm is raised (0: at once)'),
 });
-const alarmRules = z.object({ venue_id: z.uuid(), zone_occupancy: occupancySettings, is_default: z.boolean(), updated_at: timestamp.nullable() });
+const alarmRules = z.object({
+  venue_id: z.uuid(),
+  zone_occupancy: occupancySettings,
+  is_default: z.boolean(),
+  updated_at: timestamp.nullable(),
+});
 const alarmRulesBody = z.strictObject({
-  zone_occupancy: occupancySettings
-    .partial()
-    .refine((o) => Object.values(o).some((v) => v !== undefined), 'send at least one setting'),
+  zone_occupancy: occupancySettings.partial().refine((o) => Object.values(o).some((v) => v !== undefined), 'send at least one setting'),
 });
 
 const busOf = ({ deps, log }: BearerContext): AlarmEventBus => ({
@@ -110,7 +113,8 @@ export const alarmOperations = [
     id: 'setVenueAlarmRules',
     method: 'put',
     path: '/api/venues/{id}/alarm-rules',
-    summary: 'Change any subset of the venue\'s occupancy rule; warning < major < critical and hysteresis < warning, else a 400. Applies from the next occupancy update',
+    summary:
+      "Change any subset of the venue's occupancy rule; warning < major < critical and hysteresis < warning, else a 400. Applies from the next occupancy update",
     tag: 'Alarms',
     auth: 'bearer',
     params: venueParams,

@@ -10,10 +10,16 @@ import { queryInt, VENUE_ERRORS, venueParams } from './schemas.js';
 
 const rangeOf = <R extends Record<string, number>>(ranges: R) => Object.keys(ranges) as [keyof R & string, ...Array<keyof R & string>];
 
-const dwellQuery = z.object({ range: z.enum(rangeOf(DWELL_RANGES)).default('7d').describe('visits started in the last 24h, 7d (default), 30d or 90d') });
-const scoringQuery = z.object({ range: z.enum(rangeOf(SCORING_RANGES)).default('30d').describe('distinct visit days in the last 7d, 30d (default) or 90d') });
+const dwellQuery = z.object({
+  range: z.enum(rangeOf(DWELL_RANGES)).default('7d').describe('visits started in the last 24h, 7d (default), 30d or 90d'),
+});
+const scoringQuery = z.object({
+  range: z.enum(rangeOf(SCORING_RANGES)).default('30d').describe('distinct visit days in the last 7d, 30d (default) or 90d'),
+});
 const predictionQuery = z.object({
-  dayOfWeek: queryInt('an integer from 0 (Sunday) to 6 (Saturday)', { min: 0, max: 6 }).describe('required: 0 (Sunday) to 6 (Saturday), venue-local'),
+  dayOfWeek: queryInt('an integer from 0 (Sunday) to 6 (Saturday)', { min: 0, max: 6 }).describe(
+    'required: 0 (Sunday) to 6 (Saturday), venue-local',
+  ),
   hour: queryInt('an integer from 0 to 23', { min: 0, max: 23 }).describe('required: 0 to 23, venue-local'),
 });
 
@@ -49,13 +55,17 @@ export const analyticsOperations = [
     large: (q) => LONG_RANGES.has(q.range),
     params: venueParams,
     query: dwellQuery,
-    response: { status: 200, description: 'The whole venue first (zone_id "default", "Entire Venue"), then each active zone', schema: dwellOutput },
+    response: {
+      status: 200,
+      description: 'The whole venue first (zone_id "default", "Entire Venue"), then each active zone',
+      schema: dwellOutput,
+    },
     errors: VENUE_ERRORS,
     tool: {
       name: 'get_dwell',
       description:
         'How long visitors stay at one venue: counts of visits by dwell time in buckets 0-5m, 5-15m, 15-30m, 30-60m and 60m+, for the whole venue (zone_id "default") and each zone, ' +
-        'over ended visits that started in the last 24h, 7d (default), 30d or 90d. A visit ends after 15 minutes without a sighting of the device, at a departure, or at the venue\'s daily reset.',
+        "over ended visits that started in the last 24h, 7d (default), 30d or 90d. A visit ends after 15 minutes without a sighting of the device, at a departure, or at the venue's daily reset.",
       rename: { id: 'venue_id' },
     },
     handler: ({ params, query }, { deps, operator }) => venueDwell(deps.services, operator.id, { id: params.id, range: query.range }),
@@ -71,12 +81,16 @@ export const analyticsOperations = [
     large: (q) => LONG_RANGES.has(q.range),
     params: venueParams,
     query: scoringQuery,
-    response: { status: 200, description: 'All four segments in order; percentages sum to 100 (all 0 without visitors)', schema: scoringOutput },
+    response: {
+      status: 200,
+      description: 'All four segments in order; percentages sum to 100 (all 0 without visitors)',
+      schema: scoringOutput,
+    },
     errors: VENUE_ERRORS,
     tool: {
       name: 'get_visitor_scoring',
       description:
-        'Loyalty of one venue\'s visitors: unique devices segmented by the number of distinct visit days (the venue\'s days between daily resets, today\'s included) in the last 7d, 30d (default) or 90d: ' +
+        "Loyalty of one venue's visitors: unique devices segmented by the number of distinct visit days (the venue's days between daily resets, today's included) in the last 7d, 30d (default) or 90d: " +
         'New (1 day), Returning (2-3), Regular (4-7), Loyal (8 or more), each with a count and a percentage of the total.',
       rename: { id: 'venue_id' },
     },
@@ -92,7 +106,11 @@ export const analyticsOperations = [
     cost: 'expensive',
     params: venueParams,
     query: predictionQuery,
-    response: { status: 200, description: 'mean and percentiles of the samples; sampleSize 0 with zeros without history', schema: predictionOutput },
+    response: {
+      status: 200,
+      description: 'mean and percentiles of the samples; sampleSize 0 with zeros without history',
+      schema: predictionOutput,
+    },
     errors: VENUE_ERRORS,
     tool: {
       name: 'predict_occupancy',
@@ -108,12 +126,17 @@ export const analyticsOperations = [
     id: 'predictOccupancyWeek',
     method: 'get',
     path: '/api/venues/{id}/predictions/occupancy/week',
-    summary: 'Expected venue occupancy for every local day of week and hour (168 cells), from the last 28 days of hourly occupancy, in one read',
+    summary:
+      'Expected venue occupancy for every local day of week and hour (168 cells), from the last 28 days of hourly occupancy, in one read',
     tag: 'Analytics',
     auth: 'bearer',
     cost: 'expensive',
     params: venueParams,
-    response: { status: 200, description: 'Sunday 0:00 first, then by hour; each cell as the single-hour prediction answers it', schema: weekPredictionOutput },
+    response: {
+      status: 200,
+      description: 'Sunday 0:00 first, then by hour; each cell as the single-hour prediction answers it',
+      schema: weekPredictionOutput,
+    },
     errors: VENUE_ERRORS,
     tool: {
       name: 'predict_occupancy_week',
@@ -131,7 +154,11 @@ export const analyticsOperations = [
     summary: "The operator's active integrations grouped by connector type and health (healthy, degraded, offline)",
     tag: 'Dashboard',
     auth: 'bearer',
-    response: { status: 200, description: 'One group per (type, status) with its count and newest sign of life', schema: connectorHealthOutput },
+    response: {
+      status: 200,
+      description: 'One group per (type, status) with its count and newest sign of life',
+      schema: connectorHealthOutput,
+    },
     errors: [401, 429],
     tool: {
       name: 'get_connector_health',

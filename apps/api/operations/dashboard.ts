@@ -8,7 +8,10 @@ import { count } from './schemas.js';
 const RANGES = Object.keys(DASHBOARD_RANGES) as [DashboardRange, ...DashboardRange[]];
 
 const dashboardEventsQuery = z.object({
-  range: z.enum(RANGES).default('7d').describe('24h: 24 hourly buckets; 7d, 30d, 90d: daily buckets (UTC), each ending with the current one'),
+  range: z
+    .enum(RANGES)
+    .default('7d')
+    .describe('24h: 24 hourly buckets; 7d, 30d, 90d: daily buckets (UTC), each ending with the current one'),
 });
 
 export const dashboardOperations = [
@@ -16,7 +19,8 @@ export const dashboardOperations = [
     id: 'getPortfolio',
     method: 'get',
     path: '/api/dashboard/portfolio',
-    summary: "Every active venue with live occupancy against capacity, active alarms by severity, connector health, today's events and average dwell, most in need of attention first",
+    summary:
+      "Every active venue with live occupancy against capacity, active alarms by severity, connector health, today's events and average dwell, most in need of attention first",
     tag: 'Dashboard',
     auth: 'bearer',
     cost: 'expensive',
@@ -35,7 +39,8 @@ export const dashboardOperations = [
     id: 'getDashboardStats',
     method: 'get',
     path: '/api/dashboard/stats',
-    summary: "The operator's active venues, events in the last 24 h, active integrations, and the mean dwell (seconds) of visits started in the last 24 h",
+    summary:
+      "The operator's active venues, events in the last 24 h, active integrations, and the mean dwell (seconds) of visits started in the last 24 h",
     tag: 'Dashboard',
     auth: 'bearer',
     cost: 'expensive',

@@ -31,7 +31,11 @@ const ingestHeaders = z.object({
 });
 
 const ingestEventDoc = z.strictObject({
-  event_id: z.string().max(128).optional().describe("the event's own id (1 to 128 printable ASCII): an event sent again with the same id is stored once"),
+  event_id: z
+    .string()
+    .max(128)
+    .optional()
+    .describe("the event's own id (1 to 128 printable ASCII): an event sent again with the same id is stored once"),
   type: z.enum(EVENT_TYPES).describe('an event type accepted by the connector (docs/events.md)'),
   timestamp: z.string().describe('ISO 8601 date-time with a time zone, e.g. 2025-06-01T12:00:00Z'),
   payload: z.record(z.string(), z.unknown()).describe('connector-specific fields (docs/events.md)'),
@@ -61,16 +65,13 @@ export const ingestOperations = [
     headers: ingestHeaders,
     errors: [403, 404, 409, 503],
     handler: async ({ body, headers }, { deps, operator, log }) => {
-      const { result, replayed } = await ingestBatch(
-        ingestDepsOf(deps, log),
-        {
-          operator,
-          venueId: body.venue_id,
-          connectorType: body.connector_type,
-          events: body.events,
-          idempotencyKey: headers['idempotency-key'] as string | undefined,
-        },
-      );
+      const { result, replayed } = await ingestBatch(ingestDepsOf(deps, log), {
+        operator,
+        venueId: body.venue_id,
+        connectorType: body.connector_type,
+        events: body.events,
+        idempotencyKey: headers['idempotency-key'] as string | undefined,
+      });
       if (!replayed) countIngest(deps.metrics, result);
       return new Reply(202, result, replayed ? { 'Idempotent-Replayed': 'true' } : {});
     },

@@ -17,7 +17,12 @@ export interface OperationInput {
  * end or abandoned); a read stopped by a ClickHouse limit becomes the error the client can act on.
  * `signal` withdraws a read still waiting when the client goes away.
  */
-export async function invoke(op: AnyOperation, input: OperationInput, ctx: OperationContext | BearerContext, signal?: AbortSignal): Promise<unknown> {
+export async function invoke(
+  op: AnyOperation,
+  input: OperationInput,
+  ctx: OperationContext | BearerContext,
+  signal?: AbortSignal,
+): Promise<unknown> {
   if (op.cost !== 'expensive' || !('operator' in ctx)) return op.handler(input as never, ctx as BearerContext);
   const large = op.large?.(input.query) ?? false;
   // A large read takes all of its operator's turns: one at a time, beside nothing else of theirs.

@@ -129,7 +129,10 @@ export interface Operation<
   /** Error statuses beyond those implied by auth and input (401, 429, 400, 413, 500). */
   errors: readonly ErrorStatus[];
   tool?: ToolSpec;
-  handler: (input: { params: Out<P>; query: Out<Q>; body: Out<B>; headers: Record<string, unknown> }, ctx: ContextFor<A>) => Promise<unknown>;
+  handler: (
+    input: { params: Out<P>; query: Out<Q>; body: Out<B>; headers: Record<string, unknown> },
+    ctx: ContextFor<A>,
+  ) => Promise<unknown>;
 }
 
 /** Any declared operation, as the generators see it. */
@@ -146,7 +149,8 @@ export function operation<
   return op as AnyOperation;
 }
 
-export const meteringOf = (op: AnyOperation): Metering | undefined => (op.auth === 'bearer' ? (op.metering ?? METERED_API_CALL) : undefined);
+export const meteringOf = (op: AnyOperation): Metering | undefined =>
+  op.auth === 'bearer' ? (op.metering ?? METERED_API_CALL) : undefined;
 
 /** `/api/venues/{id}` → `/api/venues/:id`. */
 export const koaPath = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1');

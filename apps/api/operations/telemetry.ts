@@ -7,12 +7,21 @@ import { MAX_TS_MS, TELEMETRY_KEYS, type TelemetryKey } from '../../../lib/event
 import { operation } from './operation.js';
 import { queryInt, uuid, VENUE_ERRORS, venueParams } from './schemas.js';
 
-const epochMs = queryInt('epoch milliseconds (an integer)', { min: 0, max: Number.MAX_SAFE_INTEGER }).pipe(z.number().lt(MAX_TS_MS, 'must be before 2100-01-01'));
+const epochMs = queryInt('epoch milliseconds (an integer)', { min: 0, max: Number.MAX_SAFE_INTEGER }).pipe(
+  z.number().lt(MAX_TS_MS, 'must be before 2100-01-01'),
+);
 
 const keys = z
   .string('required: comma-separated telemetry keys')
   .transform((v, ctx) => {
-    const list = [...new Set(v.split(',').map((k) => k.trim()).filter(Boolean))];
+    const list = [
+      ...new Set(
+        v
+          .split(',')
+          .map((k) => k.trim())
+          .filter(Boolean),
+      ),
+    ];
     if (list.length === 0) ctx.addIssue({ code: 'custom', message: `at least one of ${TELEMETRY_KEYS.join(', ')}` });
     for (const k of list) {
       if (!(TELEMETRY_KEYS as readonly string[]).includes(k)) {
@@ -33,7 +42,9 @@ const telemetryQuery = z
       .describe('bucket size in ms (default 3600000): whole minutes; whole hours read hourly, whole days venue-local daily aggregates'),
     agg: z.enum(AGGREGATIONS).default('AVG').describe('devices: distinct devices per bucket whatever the aggregation'),
     fill: z.enum(FILLS).default('none').describe('empty buckets: omitted (none), null, zero, or the previous value'),
-    zoneId: uuid().optional().describe("an area or counter zone of the venue: that zone's occupancy history (keys=occupancy only); default the whole venue"),
+    zoneId: uuid()
+      .optional()
+      .describe("an area or counter zone of the venue: that zone's occupancy history (keys=occupancy only); default the whole venue"),
   })
   .refine((q) => q.startTs < q.endTs, { path: ['endTs'], message: 'must be greater than startTs' });
 
@@ -75,6 +86,7 @@ export const telemetryOperations = [
         "zoneId (an area or counter zone's id) gives that zone's occupancy history instead of the venue's (keys=occupancy only).",
       rename: { id: 'venue_id' },
     },
-    handler: ({ params, query }, { deps, operator }) => getTelemetry({ db: deps.services.db, ch: deps.services.ch }, operator.id, params.id, query),
+    handler: ({ params, query }, { deps, operator }) =>
+      getTelemetry({ db: deps.services.db, ch: deps.services.ch }, operator.id, params.id, query),
   }),
 ];

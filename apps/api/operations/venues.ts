@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { createVenue, deleteVenue, getVenue, HARDWARE_TYPES, ianaTimezone, listVenues, updateVenue } from '../../../domain/venues/venues.js';
+import {
+  createVenue,
+  deleteVenue,
+  getVenue,
+  HARDWARE_TYPES,
+  ianaTimezone,
+  listVenues,
+  updateVenue,
+} from '../../../domain/venues/venues.js';
 import { ZONE_TYPES } from '../../../domain/zones/zones.js';
 import { CONNECTOR_TYPES } from '../../../lib/events/vocabulary.js';
 import { displayText } from '../../../lib/validate.js';
@@ -37,7 +45,10 @@ const createVenueBody = z.strictObject({ ...venueFields, ...serverFields });
 
 const updateVenueBody = z
   .strictObject({ ...venueFields, name: venueFields.name.optional(), timezone: timezone.optional(), ...serverFields })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), 'send at least one of name, timezone, address, lat, lng, hardware_type, occupancy_reset_hour');
+  .refine(
+    (b) => Object.values(b).some((v) => v !== undefined),
+    'send at least one of name, timezone, address, lat, lng, hardware_type, occupancy_reset_hour',
+  );
 
 const venue = z.object({
   id: z.uuid(),

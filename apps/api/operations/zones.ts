@@ -19,7 +19,13 @@ const serverFields = serverOwned({
 const createZoneBody = z.strictObject({ ...zoneFields, ...serverFields });
 
 const updateZoneBody = z
-  .strictObject({ ...zoneFields, slug: zoneFields.slug.optional(), name: zoneFields.name.optional(), type: zoneFields.type.optional(), ...serverFields })
+  .strictObject({
+    ...zoneFields,
+    slug: zoneFields.slug.optional(),
+    name: zoneFields.name.optional(),
+    type: zoneFields.type.optional(),
+    ...serverFields,
+  })
   .refine((b) => Object.values(b).some((v) => v !== undefined), 'send at least one of slug, name, type, capacity');
 
 const zone = z.object({

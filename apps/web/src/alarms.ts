@@ -33,7 +33,8 @@ export function latestLine(a: Alarm): string | null {
 
 export const observedAt = (a: Alarm): string | null => str(a.details?.observedAt);
 
-export const bySeverity = (x: Alarm, y: Alarm): number => SEVERITY_RANK[x.severity] - SEVERITY_RANK[y.severity] || y.createdAt.localeCompare(x.createdAt);
+export const bySeverity = (x: Alarm, y: Alarm): number =>
+  SEVERITY_RANK[x.severity] - SEVERITY_RANK[y.severity] || y.createdAt.localeCompare(x.createdAt);
 export const byNewest = (x: Alarm, y: Alarm): number => y.createdAt.localeCompare(x.createdAt);
 
 export interface AlarmTableOptions {
@@ -71,7 +72,13 @@ export function alarmTable(list: Alarm[], o: AlarmTableOptions): HTMLElement {
             h(
               'th',
               { scope: 'col', class: 'select' },
-              h('input', { type: 'checkbox', 'aria-label': 'Select every unacknowledged alarm shown', checked: ackable.length > 0 && ackable.every((a) => o.selected!.has(a.id)), disabled: ackable.length === 0, onchange: toggleAll }),
+              h('input', {
+                type: 'checkbox',
+                'aria-label': 'Select every unacknowledged alarm shown',
+                checked: ackable.length > 0 && ackable.every((a) => o.selected!.has(a.id)),
+                disabled: ackable.length === 0,
+                onchange: toggleAll,
+              }),
             ),
           h('th', { scope: 'col', class: 'sev' }, 'Severity'),
           h('th', { scope: 'col' }, 'Alarm'),
@@ -103,17 +110,32 @@ export function alarmTable(list: Alarm[], o: AlarmTableOptions): HTMLElement {
                     },
                   }),
               ),
-            h('td', { class: 'sev' }, h('span', { class: `pill ${a.severity.toLowerCase()}` }, SEVERITY_LABEL[a.severity]), h('span', { class: 'alarm-status' }, STATUS_LABEL[a.status] ?? a.status)),
+            h(
+              'td',
+              { class: 'sev' },
+              h('span', { class: `pill ${a.severity.toLowerCase()}` }, SEVERITY_LABEL[a.severity]),
+              h('span', { class: 'alarm-status' }, STATUS_LABEL[a.status] ?? a.status),
+            ),
             h(
               'td',
               { class: 'alarm-text' },
               // On a phone the severity column is folded into this cell (style.css).
-              h('span', { class: 'sev-inline' }, h('span', { class: `pill ${a.severity.toLowerCase()}` }, SEVERITY_LABEL[a.severity]), ` ${STATUS_LABEL[a.status] ?? a.status}`),
+              h(
+                'span',
+                { class: 'sev-inline' },
+                h('span', { class: `pill ${a.severity.toLowerCase()}` }, SEVERITY_LABEL[a.severity]),
+                ` ${STATUS_LABEL[a.status] ?? a.status}`,
+              ),
               where && h('span', { class: 'alarm-where' }, where),
               h('strong', { class: 'alarm-type' }, typeLabel(a.type)),
               h('span', { class: 'alarm-message' }, a.message),
               now && h('span', { class: 'alarm-now' }, now),
-              h('span', { class: 'when' }, h('span', { class: 'raised' }, 'Raised ', timeEl(observedAt(a), tz, true)), h('span', { class: 'created' }, ' · Created ', timeEl(a.createdAt, tz))),
+              h(
+                'span',
+                { class: 'when' },
+                h('span', { class: 'raised' }, 'Raised ', timeEl(observedAt(a), tz, true)),
+                h('span', { class: 'created' }, ' · Created ', timeEl(a.createdAt, tz)),
+              ),
             ),
             h(
               'td',
@@ -121,8 +143,18 @@ export function alarmTable(list: Alarm[], o: AlarmTableOptions): HTMLElement {
               h(
                 'div',
                 { class: 'actions' },
-                a.status.endsWith('_UNACK') && h('button', { type: 'button', onclick: () => o.onAct(a, 'ack'), 'aria-label': `Acknowledge: ${a.message}` }, 'Acknowledge'),
-                a.status.startsWith('ACTIVE') && h('button', { type: 'button', class: 'secondary', onclick: () => o.onAct(a, 'clear'), 'aria-label': `Clear: ${a.message}` }, 'Clear'),
+                a.status.endsWith('_UNACK') &&
+                  h(
+                    'button',
+                    { type: 'button', onclick: () => o.onAct(a, 'ack'), 'aria-label': `Acknowledge: ${a.message}` },
+                    'Acknowledge',
+                  ),
+                a.status.startsWith('ACTIVE') &&
+                  h(
+                    'button',
+                    { type: 'button', class: 'secondary', onclick: () => o.onAct(a, 'clear'), 'aria-label': `Clear: ${a.message}` },
+                    'Clear',
+                  ),
               ),
             ),
           );
@@ -136,7 +168,9 @@ export function alarmTable(list: Alarm[], o: AlarmTableOptions): HTMLElement {
  * Acknowledges each alarm (one POST per alarm, a few at a time); an alarm acknowledged meanwhile
  * (409 ALREADY_ACKNOWLEDGED) counts as done. Answers the summary line and the new statuses.
  */
-export async function acknowledgeAll(ids: string[]): Promise<{ summary: string; statuses: Map<string, Alarm['status'] | null>; failed: number }> {
+export async function acknowledgeAll(
+  ids: string[],
+): Promise<{ summary: string; statuses: Map<string, Alarm['status'] | null>; failed: number }> {
   let acked = 0;
   let already = 0;
   const failures: string[] = [];

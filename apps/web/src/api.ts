@@ -31,7 +31,13 @@ export class ApiError extends Error {
   /** The per-field problems of a 400, if any. */
   get fields(): FieldProblem[] {
     return Array.isArray(this.details)
-      ? this.details.filter((d): d is FieldProblem => !!d && typeof d === 'object' && typeof (d as FieldProblem).field === 'string' && typeof (d as FieldProblem).message === 'string')
+      ? this.details.filter(
+          (d): d is FieldProblem =>
+            !!d &&
+            typeof d === 'object' &&
+            typeof (d as FieldProblem).field === 'string' &&
+            typeof (d as FieldProblem).message === 'string',
+        )
       : [];
   }
 }
@@ -46,7 +52,8 @@ async function toError(res: Response): Promise<ApiError> {
   const text = await res.text().catch(() => '');
   try {
     const body = JSON.parse(text) as { error?: unknown; code?: unknown; details?: unknown };
-    if (typeof body.error === 'string' && typeof body.code === 'string') return new ApiError(res.status, body.code, body.error, body.details);
+    if (typeof body.error === 'string' && typeof body.code === 'string')
+      return new ApiError(res.status, body.code, body.error, body.details);
   } catch {
     // Not the envelope (a proxy's page): described by its status below.
   }
@@ -192,7 +199,13 @@ export interface EventBuckets {
 }
 export interface AlarmRules {
   venue_id: string;
-  zone_occupancy: { warning_percent: number; major_percent: number; critical_percent: number; hysteresis_points: number; min_duration_seconds: number };
+  zone_occupancy: {
+    warning_percent: number;
+    major_percent: number;
+    critical_percent: number;
+    hysteresis_points: number;
+    min_duration_seconds: number;
+  };
   is_default: boolean;
   updated_at: string | null;
 }
@@ -212,7 +225,8 @@ export const api = {
   zones: (id: string) => call<{ data: Zone[] }>(`${v(id)}/zones`),
   zone: (id: string, zoneId: string) => call<Zone>(`${v(id)}/zones/${encodeURIComponent(zoneId)}`),
   createZone: (id: string, body: Record<string, unknown>) => call<Zone>(`${v(id)}/zones`, { method: 'POST', body }),
-  updateZone: (id: string, zoneId: string, body: Record<string, unknown>) => call<Zone>(`${v(id)}/zones/${encodeURIComponent(zoneId)}`, { method: 'PUT', body }),
+  updateZone: (id: string, zoneId: string, body: Record<string, unknown>) =>
+    call<Zone>(`${v(id)}/zones/${encodeURIComponent(zoneId)}`, { method: 'PUT', body }),
   integrations: (id: string) => call<{ data: Integration[] }>(`${v(id)}/integrations`),
   createIntegration: (id: string, body: Record<string, unknown>) => call<{ id: string }>(`${v(id)}/integrations`, { method: 'POST', body }),
   updateIntegration: (id: string, integrationId: string, body: Record<string, unknown>) =>
@@ -223,7 +237,9 @@ export const api = {
   rotateKey: () => call<{ api_key: string; api_key_prefix: string; rotated_at: string }>('/api/keys/rotate', { method: 'POST' }),
   occupancy: (id: string) => call<Occupancy>(`${v(id)}/occupancy`),
   telemetry: (id: string, q: { key: string; startTs: number; endTs: number; interval: number; agg: string; zoneId?: string }) =>
-    call<Record<string, Point[]>>(`${v(id)}/telemetry?keys=${q.key}&startTs=${q.startTs}&endTs=${q.endTs}&interval=${q.interval}&agg=${q.agg}${q.zoneId ? `&zoneId=${q.zoneId}` : ''}`),
+    call<Record<string, Point[]>>(
+      `${v(id)}/telemetry?keys=${q.key}&startTs=${q.startTs}&endTs=${q.endTs}&interval=${q.interval}&agg=${q.agg}${q.zoneId ? `&zoneId=${q.zoneId}` : ''}`,
+    ),
   dwell: (id: string, range: string) => call<Dwell>(`${v(id)}/dwell?range=${range}`),
   scoring: (id: string, range: string) => call<Scoring>(`${v(id)}/visitors/scoring?range=${range}`),
   predictionWeek: (id: string) => call<WeekPrediction>(`${v(id)}/predictions/occupancy/week`),
@@ -233,5 +249,6 @@ export const api = {
   events: (range: string) => call<EventBuckets>(`/api/dashboard/events?range=${range}`),
   alarms: (q: { venue_id?: string; status?: string; severity?: string; limit?: number }) =>
     call<{ alarms: Alarm[]; total: number }>(`/api/alarms?${qs({ limit: 50, ...q })}`),
-  alarmAction: (id: string, action: 'ack' | 'clear') => call<{ id: string; status: AlarmStatus }>(`/api/alarms/${encodeURIComponent(id)}/${action}`, { method: 'POST' }),
+  alarmAction: (id: string, action: 'ack' | 'clear') =>
+    call<{ id: string; status: AlarmStatus }>(`/api/alarms/${encodeURIComponent(id)}/${action}`, { method: 'POST' }),
 };

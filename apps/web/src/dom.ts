@@ -17,7 +17,11 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
 
 /** Replaces an element's content. */
 export function fill(el: Element, ...children: Child[]): void {
-  el.replaceChildren(...children.filter((c): c is Node | string | number => c !== null && c !== undefined && c !== false).map((c) => (typeof c === 'number' ? String(c) : c)));
+  el.replaceChildren(
+    ...children
+      .filter((c): c is Node | string | number => c !== null && c !== undefined && c !== false)
+      .map((c) => (typeof c === 'number' ? String(c) : c)),
+  );
 }
 
 /** A section with a heading and a status line for its own loading and errors. */
@@ -43,7 +47,13 @@ export function clearStatus(status: HTMLElement, text = ''): void {
 }
 
 /** A labelled <select>. */
-export function picker(label: string, name: string, options: Array<[string, string]>, value: string, onChange: (v: string) => void): HTMLLabelElement {
+export function picker(
+  label: string,
+  name: string,
+  options: Array<[string, string]>,
+  value: string,
+  onChange: (v: string) => void,
+): HTMLLabelElement {
   const select = h('select', { name, onchange: (ev: Event) => onChange((ev.target as HTMLSelectElement).value) });
   for (const [v, text] of options) select.append(h('option', { value: v, selected: v === value }, text));
   return h('label', {}, `${label} `, select);

@@ -15,7 +15,12 @@ export const SEVERITY_LABEL: Record<Severity, string> = { CRITICAL: 'Critical', 
 export const SEVERITY_RANK: Record<Severity, number> = { CRITICAL: 0, MAJOR: 1, MINOR: 2, WARNING: 3 };
 const TYPE_LABEL: Record<string, string> = { zone_occupancy_high: 'Zone occupancy high', connector_unhealthy: 'Connector unhealthy' };
 export const typeLabel = (t: string): string => TYPE_LABEL[t] ?? t.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
-export const HEALTH_LABEL: Record<Health, string> = { healthy: 'Healthy', degraded: 'Degraded', offline: 'Offline', waiting: 'Waiting for first data' };
+export const HEALTH_LABEL: Record<Health, string> = {
+  healthy: 'Healthy',
+  degraded: 'Degraded',
+  offline: 'Offline',
+  waiting: 'Waiting for first data',
+};
 export const healthLabel = (s: string): string => HEALTH_LABEL[s as Health] ?? s;
 
 // ------------------------------------------------------------------------------------ time zones
@@ -38,16 +43,29 @@ function formatter(tz: string, withDate: boolean): Intl.DateTimeFormat {
   let f = formatters.get(k);
   if (!f) {
     try {
-      f = new Intl.DateTimeFormat('en-GB', { timeZone: tz, ...(withDate ? { day: 'numeric', month: 'short' } : {}), hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+      f = new Intl.DateTimeFormat('en-GB', {
+        timeZone: tz,
+        ...(withDate ? { day: 'numeric', month: 'short' } : {}),
+        hour: '2-digit',
+        minute: '2-digit',
+        timeZoneName: 'short',
+      });
     } catch {
-      f = new Intl.DateTimeFormat('en-GB', { timeZone: 'UTC', ...(withDate ? { day: 'numeric', month: 'short' } : {}), hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+      f = new Intl.DateTimeFormat('en-GB', {
+        timeZone: 'UTC',
+        ...(withDate ? { day: 'numeric', month: 'short' } : {}),
+        hour: '2-digit',
+        minute: '2-digit',
+        timeZoneName: 'short',
+      });
     }
     formatters.set(k, f);
   }
   return f;
 }
 /** "27 Nov, 10:15 CET": an instant in a zone, with the zone's short name. */
-export const fmtAt = (iso: string | number | null | undefined, tz: string): string => (iso === null || iso === undefined ? '—' : formatter(tz, true).format(new Date(iso)));
+export const fmtAt = (iso: string | number | null | undefined, tz: string): string =>
+  iso === null || iso === undefined ? '—' : formatter(tz, true).format(new Date(iso));
 
 /** "just now", "3 min ago", "2 h ago", "4 d ago". */
 export function relative(iso: string | number, now = Date.now()): string {
@@ -72,7 +90,8 @@ export function timeEl(iso: string | null | undefined, tz: string, fresh = false
 }
 // Relative times move on without a refetch.
 setInterval(() => {
-  for (const el of document.querySelectorAll<HTMLElement>('time[data-rel]')) el.textContent = `${relative(el.dataset.rel!)} · ${fmtAt(el.dataset.rel!, el.dataset.tz!)}`;
+  for (const el of document.querySelectorAll<HTMLElement>('time[data-rel]'))
+    el.textContent = `${relative(el.dataset.rel!)} · ${fmtAt(el.dataset.rel!, el.dataset.tz!)}`;
 }, 30_000);
 
 /** The label that says which zone a view's times are in. */

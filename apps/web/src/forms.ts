@@ -31,7 +31,13 @@ export interface FormHandle {
 
 let seq = 0;
 
-export function form(opts: { id: string; fields: Field[]; submit: string; extra?: Node[]; onSubmit(values: Record<string, string>): Promise<string | void> }): FormHandle {
+export function form(opts: {
+  id: string;
+  fields: Field[];
+  submit: string;
+  extra?: Node[];
+  onSubmit(values: Record<string, string>): Promise<string | void>;
+}): FormHandle {
   const uid = `${opts.id}-${++seq}`;
   const status = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
   const inputs = new Map<string, { el: HTMLInputElement | HTMLSelectElement; error: HTMLElement; field: Field }>();
@@ -40,7 +46,12 @@ export function form(opts: { id: string; fields: Field[]; submit: string; extra?
     const error = h('p', { class: 'field-error', id: `${id}-err`, 'data-error-for': f.name, role: 'alert' });
     let el: HTMLInputElement | HTMLSelectElement;
     if (f.kind === 'select') {
-      el = h('select', { id, name: f.name, 'aria-describedby': `${id}-err`, onchange: (ev: Event) => f.onChange?.((ev.target as HTMLSelectElement).value) });
+      el = h('select', {
+        id,
+        name: f.name,
+        'aria-describedby': `${id}-err`,
+        onchange: (ev: Event) => f.onChange?.((ev.target as HTMLSelectElement).value),
+      });
       for (const [v, text] of f.options ?? []) el.append(h('option', { value: v, selected: String(f.value ?? '') === v }, text));
     } else {
       el = h('input', {
@@ -60,7 +71,9 @@ export function form(opts: { id: string; fields: Field[]; submit: string; extra?
     return h(
       'div',
       { class: 'field', 'data-field': f.name },
-      f.kind === 'secret' && f.isSet && h('p', { class: 'secret-set' }, h('span', { class: 'muted' }, `${f.label}: `), h('span', { class: 'set-marker' }, '•••• set')),
+      f.kind === 'secret' &&
+        f.isSet &&
+        h('p', { class: 'secret-set' }, h('span', { class: 'muted' }, `${f.label}: `), h('span', { class: 'set-marker' }, '•••• set')),
       h('label', { for: id }, label, f.required && !(f.kind === 'secret' && f.isSet) ? h('span', { class: 'muted' }, ' (required)') : null),
       el,
       f.hint && h('p', { class: 'hint' }, f.hint),
@@ -109,7 +122,11 @@ export function form(opts: { id: string; fields: Field[]; submit: string; extra?
   return { root, status, values };
 }
 
-function showFormError(err: unknown, inputs: Map<string, { el: HTMLInputElement | HTMLSelectElement; error: HTMLElement }>, status: HTMLElement): void {
+function showFormError(
+  err: unknown,
+  inputs: Map<string, { el: HTMLInputElement | HTMLSelectElement; error: HTMLElement }>,
+  status: HTMLElement,
+): void {
   const unplaced: string[] = [];
   if (err instanceof ApiError) {
     for (const p of err.fields) {
@@ -135,4 +152,5 @@ function showFormError(err: unknown, inputs: Map<string, { el: HTMLInputElement 
 }
 
 /** A number field's value for the API: '' → null (cleared), else a number (a non-number is sent as is, for the API to name). */
-export const numOrNull = (s: string | undefined): number | string | null => (s === undefined || s === '' ? null : Number.isFinite(Number(s)) ? Number(s) : s);
+export const numOrNull = (s: string | undefined): number | string | null =>
+  s === undefined || s === '' ? null : Number.isFinite(Number(s)) ? Number(s) : s;

@@ -6,7 +6,8 @@ import './style.css';
 import { api, session, setUnauthorizedHandler, type ApiError } from './api.js';
 import { fill, h } from './dom.js';
 import { BROWSER_TZ, setTimeMode, timeMode } from './format.js';
-import { alarmListView, portfolioView } from './portfolio.js';
+import { alarmListView } from './alarm-list.js';
+import { portfolioView } from './portfolio.js';
 import { setupView, venueSetupView } from './setup.js';
 import { signInView, venueView, type Notice, type View, type ViewContext } from './views.js';
 import { LiveSocket, type LiveState } from './ws.js';
@@ -92,7 +93,13 @@ function renderNav(current: string): void {
     h('option', { value: 'venue', selected: timeMode() === 'venue' }, 'Venue-local times'),
     h('option', { value: 'browser', selected: timeMode() === 'browser' }, `My times (${BROWSER_TZ})`),
   );
-  fill(nav, link('#/', 'Overview', 'overview'), link('#/alarms', 'Alarms', 'alarms'), link('#/setup', 'Setup', 'setup'), h('label', { class: 'times' }, times));
+  fill(
+    nav,
+    link('#/', 'Overview', 'overview'),
+    link('#/alarms', 'Alarms', 'alarms'),
+    link('#/setup', 'Setup', 'setup'),
+    h('label', { class: 'times' }, times),
+  );
 }
 
 function render(notice?: Notice): void {

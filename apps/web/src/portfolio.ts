@@ -1,10 +1,9 @@
 // The portfolio (#/): every venue with live occupancy against capacity, active alarms by severity,
 // connector health, today's events and dwell, what needs attention first; the operator's totals and
-// event volume. The alarm list (#/alarms): every venue's alarms, filtered, sorted, acknowledged in bulk.
+// event volume.
 
 import uPlot from 'uplot';
-import { acknowledgeAll, alarmTable, byNewest, bySeverity } from './alarms.js';
-import { api, type Alarm, type Health, type PortfolioVenue, type Venue } from './api.js';
+import { api, type Health, type PortfolioVenue } from './api.js';
 import { clearStatus, fill, h, picker, section, showError } from './dom.js';
 import { fmtDuration, fmtInt, fmtPercent, HEALTH_LABEL, SEVERITIES, SEVERITY_LABEL, timeEl, zoneFor } from './format.js';
 import { timeChartOptions, type View, type ViewContext } from './views.js';
@@ -42,7 +41,15 @@ export function portfolioView(ctx: ViewContext): View {
           h(
             'thead',
             {},
-            h('tr', {}, h('th', { scope: 'col' }, 'Venue'), h('th', { scope: 'col' }, 'Occupancy now'), h('th', { scope: 'col', class: 'wide-only' }, 'Active alarms'), h('th', { scope: 'col', class: 'wide-only' }, 'Connectors'), h('th', { scope: 'col', class: 'wide-only' }, 'Today')),
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'col' }, 'Venue'),
+              h('th', { scope: 'col' }, 'Occupancy now'),
+              h('th', { scope: 'col', class: 'wide-only' }, 'Active alarms'),
+              h('th', { scope: 'col', class: 'wide-only' }, 'Connectors'),
+              h('th', { scope: 'col', class: 'wide-only' }, 'Today'),
+            ),
           ),
           h('tbody', {}, ...rows.map(venueRow)),
         ),
@@ -55,10 +62,16 @@ export function portfolioView(ctx: ViewContext): View {
         // A pushed figure may be newer than the stored one the answer was read from: keep it.
         for (const v of p.venues) {
           const pushed = livePushed.get(v.id);
-          if (pushed && (!v.occupancy.updated_at || pushed.updated_at > v.occupancy.updated_at)) v.occupancy = withFigure(v, pushed.value, pushed.updated_at);
+          if (pushed && (!v.occupancy.updated_at || pushed.updated_at > v.occupancy.updated_at))
+            v.occupancy = withFigure(v, pushed.value, pushed.updated_at);
         }
         rows = p.venues;
-        clearStatus(venues.status, rows.length ? `${rows.length} venue${rows.length === 1 ? '' : 's'}, what needs attention first. Occupancy is live; the rest refreshes every minute.` : '');
+        clearStatus(
+          venues.status,
+          rows.length
+            ? `${rows.length} venue${rows.length === 1 ? '' : 's'}, what needs attention first. Occupancy is live; the rest refreshes every minute.`
+            : '',
+        );
         renderVenues();
         ctx.watch(rows.map((v) => v.id));
       },
@@ -116,14 +129,33 @@ export function portfolioView(ctx: ViewContext): View {
               { label: 'exits (people)', stroke: '#b45309', width: 2 },
             ],
           }),
-          [res.events.map((b) => b.ts / 1000), res.events.map((b) => b.events), res.events.map((b) => b.entries), res.events.map((b) => b.exits)],
+          [
+            res.events.map((b) => b.ts / 1000),
+            res.events.map((b) => b.events),
+            res.events.map((b) => b.entries),
+            res.events.map((b) => b.exits),
+          ],
           plotBox,
         );
       },
       (err) => showError(events.status, 'Could not load the event volume', err),
     );
   };
-  fill(events.controls, picker('Range', 'events-range', [['24h', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['90d', 'Last 90 days']], range, (v) => ((range = v), loadEvents())));
+  fill(
+    events.controls,
+    picker(
+      'Range',
+      'events-range',
+      [
+        ['24h', 'Last 24 hours'],
+        ['7d', 'Last 7 days'],
+        ['30d', 'Last 30 days'],
+        ['90d', 'Last 90 days'],
+      ],
+      range,
+      (v) => ((range = v), loadEvents()),
+    ),
+  );
   loadEvents();
 
   clearStatus(connectors.status, 'Loading connector health…');
@@ -139,8 +171,32 @@ export function portfolioView(ctx: ViewContext): View {
           h(
             'table',
             {},
-            h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Connector'), h('th', { scope: 'col' }, 'Health'), h('th', { scope: 'col', class: 'num' }, 'Integrations'), h('th', { scope: 'col' }, 'Last sign of life'))),
-            h('tbody', {}, ...list.map((c) => h('tr', {}, h('td', {}, c.type), h('td', {}, h('span', { class: `pill ${c.status}` }, HEALTH_LABEL[c.status] ?? c.status)), h('td', { class: 'num' }, c.count), h('td', {}, timeEl(c.lastEventAt, zoneFor(null), true))))),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                h('th', { scope: 'col' }, 'Connector'),
+                h('th', { scope: 'col' }, 'Health'),
+                h('th', { scope: 'col', class: 'num' }, 'Integrations'),
+                h('th', { scope: 'col' }, 'Last sign of life'),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              ...list.map((c) =>
+                h(
+                  'tr',
+                  {},
+                  h('td', {}, c.type),
+                  h('td', {}, h('span', { class: `pill ${c.status}` }, HEALTH_LABEL[c.status] ?? c.status)),
+                  h('td', { class: 'num' }, c.count),
+                  h('td', {}, timeEl(c.lastEventAt, zoneFor(null), true)),
+                ),
+              ),
+            ),
           ),
         ),
       );
@@ -196,7 +252,9 @@ function venueRow(v: PortfolioVenue): HTMLElement {
         'span',
         { class: 'fold' },
         ...alarms.map((s) => h('span', { class: `pill ${s.toLowerCase()}` }, `${v.alarms[s]} ${SEVERITY_LABEL[s]}`)),
-        ...HEALTHS.filter((s) => v.connectors[s] > 0).map((s) => h('span', { class: `pill ${s}` }, `${v.connectors[s]} ${HEALTH_LABEL[s]}`)),
+        ...HEALTHS.filter((s) => v.connectors[s] > 0).map((s) =>
+          h('span', { class: `pill ${s}` }, `${v.connectors[s]} ${HEALTH_LABEL[s]}`),
+        ),
         h('span', { class: 'muted sub' }, `today ${fmtInt(v.events_today)} events · dwell ${fmtDuration(v.avg_dwell_seconds_today)}`),
       ),
     ),
@@ -205,24 +263,51 @@ function venueRow(v: PortfolioVenue): HTMLElement {
       { class: 'occ' },
       h('span', { class: 'people' }, String(o.value)),
       o.capacity !== null ? h('span', { class: 'muted' }, ` of ${o.capacity}`) : null,
-      pct !== null && h('span', { class: 'load' }, h('meter', { min: 0, max: 100, high: 80, optimum: 0, value: Math.min(pct, 100), 'aria-label': `${v.name} load` }), h('span', { class: 'pct' }, fmtPercent(pct))),
+      pct !== null &&
+        h(
+          'span',
+          { class: 'load' },
+          h('meter', { min: 0, max: 100, high: 80, optimum: 0, value: Math.min(pct, 100), 'aria-label': `${v.name} load` }),
+          h('span', { class: 'pct' }, fmtPercent(pct)),
+        ),
       h('span', { class: 'muted sub' }, o.updated_at ? timeEl(o.updated_at, tz, true) : 'no count yet'),
     ),
     h(
       'td',
       { class: 'alarm-counts wide-only' },
       alarms.length
-        ? h('a', { href: `#/alarms?venue=${v.id}`, class: 'pills', 'aria-label': `Active alarms: ${alarms.map((s) => `${v.alarms[s]} ${SEVERITY_LABEL[s].toLowerCase()}`).join(', ')}` }, ...alarms.map((s) => h('span', { class: `pill ${s.toLowerCase()}`, 'data-severity': s }, `${v.alarms[s]} ${SEVERITY_LABEL[s]}`)))
+        ? h(
+            'a',
+            {
+              href: `#/alarms?venue=${v.id}`,
+              class: 'pills',
+              'aria-label': `Active alarms: ${alarms.map((s) => `${v.alarms[s]} ${SEVERITY_LABEL[s].toLowerCase()}`).join(', ')}`,
+            },
+            ...alarms.map((s) =>
+              h('span', { class: `pill ${s.toLowerCase()}`, 'data-severity': s }, `${v.alarms[s]} ${SEVERITY_LABEL[s]}`),
+            ),
+          )
         : h('span', { class: 'muted' }, 'none'),
     ),
     h(
       'td',
       { class: 'health wide-only' },
       HEALTHS.some((s) => v.connectors[s] > 0)
-        ? h('span', { class: 'pills' }, ...HEALTHS.filter((s) => v.connectors[s] > 0).map((s) => h('span', { class: `pill ${s}`, 'data-health': s }, `${v.connectors[s]} ${HEALTH_LABEL[s]}`)))
+        ? h(
+            'span',
+            { class: 'pills' },
+            ...HEALTHS.filter((s) => v.connectors[s] > 0).map((s) =>
+              h('span', { class: `pill ${s}`, 'data-health': s }, `${v.connectors[s]} ${HEALTH_LABEL[s]}`),
+            ),
+          )
         : h('a', { href: `#/venues/${v.id}/setup` }, 'no integration: add one'),
     ),
-    h('td', { class: 'today wide-only' }, h('span', {}, `${fmtInt(v.events_today)} events`), h('span', { class: 'muted sub' }, `dwell ${fmtDuration(v.avg_dwell_seconds_today)}`)),
+    h(
+      'td',
+      { class: 'today wide-only' },
+      h('span', {}, `${fmtInt(v.events_today)} events`),
+      h('span', { class: 'muted sub' }, `dwell ${fmtDuration(v.avg_dwell_seconds_today)}`),
+    ),
   );
 }
 
@@ -241,141 +326,4 @@ function onboarding(): HTMLElement {
     ),
     h('p', {}, h('a', { href: '#/setup', class: 'button' }, 'Create your first venue')),
   );
-}
-
-// ------------------------------------------------------------------------------------ alarm list
-
-export function alarmListView(ctx: ViewContext, initialVenue: string | null): View {
-  const s = section('Alarms, all venues', 'alarm-list');
-  s.root.classList.add('wide');
-  const f = { active: true, severity: '', venue: initialVenue ?? '', sort: 'newest' };
-  const byId = new Map<string, Alarm>();
-  const selected = new Set<string>();
-  let venues: Venue[] = [];
-  let loaded = false;
-  let seq = 0;
-  const summary = h('p', { class: 'status summary', role: 'status', 'aria-live': 'polite', 'data-testid': 'bulk-summary' });
-  const ackButton = h('button', { type: 'button', disabled: true, onclick: () => void bulkAck() }, 'Acknowledge selected');
-  const venueSelect = h('span', {});
-  const tzOf = (a: Alarm) => zoneFor(venues.find((v) => v.id === a.venueId)?.timezone);
-  const venueOf = (a: Alarm) => venues.find((v) => v.id === a.venueId)?.name ?? null;
-
-  const shown = () =>
-    [...byId.values()]
-      .filter((a) => (!f.active || a.status.startsWith('ACTIVE')) && (!f.severity || a.severity === f.severity) && (!f.venue || a.venueId === f.venue))
-      .sort(f.sort === 'severity' ? bySeverity : byNewest);
-  const updateButton = () => {
-    const n = [...selected].filter((id) => byId.get(id)?.status.endsWith('_UNACK')).length;
-    ackButton.disabled = n === 0;
-    ackButton.textContent = n ? `Acknowledge selected (${n})` : 'Acknowledge selected';
-  };
-  const render = () => {
-    if (!loaded) return;
-    const list = shown();
-    for (const id of [...selected]) if (!list.some((a) => a.id === id && a.status.endsWith('_UNACK'))) selected.delete(id);
-    updateButton();
-    if (!list.length) return fill(s.body, h('p', { class: 'muted' }, f.active ? 'No active alarms match these filters.' : 'No alarms match these filters.'));
-    fill(s.body, alarmTable(list, { tzOf, venueOf, selected, onSelect: updateButton, onAct: act }));
-  };
-  const act = (a: Alarm, action: 'ack' | 'clear') =>
-    api.alarmAction(a.id, action).then(
-      (r) => {
-        const cur = byId.get(a.id);
-        if (cur) byId.set(a.id, { ...cur, status: r.status, updatedAt: new Date().toISOString() });
-        clearStatus(summary, action === 'ack' ? 'Alarm acknowledged.' : 'Alarm cleared.');
-        render();
-      },
-      (err) => showError(summary, action === 'ack' ? 'Could not acknowledge the alarm' : 'Could not clear the alarm', err),
-    );
-  const bulkAck = async () => {
-    const ids = [...selected];
-    ackButton.disabled = true;
-    clearStatus(summary, `Acknowledging ${ids.length}…`);
-    const r = await acknowledgeAll(ids);
-    for (const [id, status] of r.statuses) {
-      const cur = byId.get(id);
-      if (cur && status) byId.set(id, { ...cur, status });
-      selected.delete(id);
-    }
-    if (r.failed) showError(summary, 'Bulk acknowledge', new Error(r.summary));
-    else clearStatus(summary, `${r.summary}.`);
-    render();
-    // An alarm that was already acknowledged by someone else: its true state.
-    if ([...r.statuses.values()].some((x) => x === null)) void load();
-  };
-  const load = () => {
-    const my = ++seq;
-    clearStatus(s.status, 'Loading…');
-    const base = { severity: f.severity || undefined, venue_id: f.venue || undefined, limit: 200 };
-    const asks = f.active ? [api.alarms({ ...base, status: 'ACTIVE_UNACK' }), api.alarms({ ...base, status: 'ACTIVE_ACK' })] : [api.alarms(base)];
-    return Promise.all(asks).then(
-      (pages) => {
-        if (my !== seq) return;
-        loaded = true;
-        byId.clear();
-        for (const p of pages) for (const a of p.alarms) byId.set(a.id, a);
-        const total = pages.reduce((n, p) => n + p.total, 0);
-        const got = pages.reduce((n, p) => n + p.alarms.length, 0);
-        clearStatus(s.status, total > got ? `The newest ${got} of ${total} matching alarms.` : `${total} alarm${total === 1 ? '' : 's'}.`);
-        render();
-      },
-      (err) => {
-        if (my === seq) showError(s.status, 'Could not load the alarms', err);
-      },
-    );
-  };
-  const venuePicker = () =>
-    picker('Venue', 'venue', [['', 'All venues'], ...venues.map((v): [string, string] => [v.id, v.name])], f.venue, (v) => {
-      f.venue = v;
-      void load();
-    });
-  fill(venueSelect, venuePicker());
-  fill(
-    s.controls,
-    h(
-      'label',
-      { class: 'check' },
-      h('input', {
-        type: 'checkbox',
-        name: 'active',
-        checked: f.active,
-        onchange: (ev: Event) => {
-          f.active = (ev.target as HTMLInputElement).checked;
-          void load();
-        },
-      }),
-      ' Active only',
-    ),
-    picker('Severity', 'severity', [['', 'All severities'], ...SEVERITIES.map((x): [string, string] => [x, SEVERITY_LABEL[x]])], f.severity, (v) => {
-      f.severity = v;
-      void load();
-    }),
-    venueSelect,
-    picker('Sort', 'sort', [['newest', 'Newest first'], ['severity', 'Most severe first']], f.sort, (v) => {
-      f.sort = v;
-      render();
-    }),
-    ackButton,
-  );
-  s.status.after(summary);
-  api.venues().then(
-    ({ data }) => {
-      venues = data;
-      fill(venueSelect, venuePicker());
-      ctx.watch(data.map((v) => v.id));
-      render();
-    },
-    (err) => showError(summary, 'Could not load the venue names', err),
-  );
-  void load();
-  return {
-    root: h('div', { class: 'grid' }, s.root),
-    onAlarm(alarm) {
-      const cur = byId.get(alarm.id);
-      if (cur && cur.updatedAt > alarm.updatedAt) return;
-      byId.set(alarm.id, alarm);
-      render();
-    },
-    refresh: () => void load(),
-  };
 }

@@ -14,8 +14,21 @@ export function rulesCard(venueId: string): HTMLElement {
         { name: 'zone_occupancy.warning_percent', label: 'Warning from (% of capacity)', kind: 'number', value: o.warning_percent },
         { name: 'zone_occupancy.major_percent', label: 'Major from (%)', kind: 'number', value: o.major_percent },
         { name: 'zone_occupancy.critical_percent', label: 'Critical from (%)', kind: 'number', value: o.critical_percent },
-        { name: 'zone_occupancy.hysteresis_points', label: 'Hysteresis (percentage points)', kind: 'number', value: o.hysteresis_points, hint: 'How far below a threshold a zone must fall to leave that level.' },
-        { name: 'zone_occupancy.min_duration_seconds', label: 'Minimum duration (seconds)', kind: 'number', step: '1', value: o.min_duration_seconds, hint: 'How long a breach must last before an alarm (0: at once).' },
+        {
+          name: 'zone_occupancy.hysteresis_points',
+          label: 'Hysteresis (percentage points)',
+          kind: 'number',
+          value: o.hysteresis_points,
+          hint: 'How far below a threshold a zone must fall to leave that level.',
+        },
+        {
+          name: 'zone_occupancy.min_duration_seconds',
+          label: 'Minimum duration (seconds)',
+          kind: 'number',
+          step: '1',
+          value: o.min_duration_seconds,
+          hint: 'How long a breach must last before an alarm (0: at once).',
+        },
       ],
       submit: 'Save thresholds',
       extra: [

@@ -39,7 +39,15 @@ export function setupView(onKeyRotated: (key: string) => void): View {
         h(
           'ul',
           { class: 'venue-list' },
-          ...data.map((v: Venue) => h('li', {}, h('strong', {}, v.name), h('span', { class: 'muted' }, ` ${v.timezone} · ${v.zone_count} zone${v.zone_count === 1 ? '' : 's'} `), h('a', { href: `#/venues/${v.id}/setup` }, `Settings of ${v.name}`))),
+          ...data.map((v: Venue) =>
+            h(
+              'li',
+              {},
+              h('strong', {}, v.name),
+              h('span', { class: 'muted' }, ` ${v.timezone} · ${v.zone_count} zone${v.zone_count === 1 ? '' : 's'} `),
+              h('a', { href: `#/venues/${v.id}/setup` }, `Settings of ${v.name}`),
+            ),
+          ),
         ),
       );
     },
@@ -57,7 +65,16 @@ export function setupView(onKeyRotated: (key: string) => void): View {
         onKeyRotated(r.api_key);
         clearStatus(key.status, 'Rotated: this page now uses the new key. Copy it now; it is not shown again.');
         shown.hidden = false;
-        fill(shown, h('label', { for: 'new-key-value' }, 'New API key'), h('input', { id: 'new-key-value', readonly: true, value: r.api_key, onfocus: (ev: Event) => (ev.target as HTMLInputElement).select() }));
+        fill(
+          shown,
+          h('label', { for: 'new-key-value' }, 'New API key'),
+          h('input', {
+            id: 'new-key-value',
+            readonly: true,
+            value: r.api_key,
+            onfocus: (ev: Event) => (ev.target as HTMLInputElement).select(),
+          }),
+        );
         rotate.disabled = false;
       },
       (err) => {
@@ -66,8 +83,21 @@ export function setupView(onKeyRotated: (key: string) => void): View {
       },
     );
   });
-  fill(key.body, h('p', {}, 'Rotating gives a new key and refuses the current one at once: scripts and connectors that use it must get the new one.'), rotate, shown);
-  return { root: h('div', {}, h('p', { class: 'crumbs' }, h('a', { href: '#/' }, '← All venues')), h('h2', { class: 'venue-title' }, 'Setup'), h('div', { class: 'grid' }, create.root, list.root, key.root)) };
+  fill(
+    key.body,
+    h('p', {}, 'Rotating gives a new key and refuses the current one at once: scripts and connectors that use it must get the new one.'),
+    rotate,
+    shown,
+  );
+  return {
+    root: h(
+      'div',
+      {},
+      h('p', { class: 'crumbs' }, h('a', { href: '#/' }, '← All venues')),
+      h('h2', { class: 'venue-title' }, 'Setup'),
+      h('div', { class: 'grid' }, create.root, list.root, key.root),
+    ),
+  };
 }
 
 // --------------------------------------------------------------------------- #/venues/<id>/setup
@@ -76,7 +106,14 @@ export function venueSetupView(venueId: string): View {
   const title = h('h2', { class: 'venue-title' }, 'Venue settings');
   const status = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' }, 'Loading the venue…');
   const grid = h('div', { class: 'grid' });
-  const root = h('div', {}, h('p', { class: 'crumbs' }, h('a', { href: '#/setup' }, '← Setup'), ' · ', h('a', { href: `#/venues/${venueId}` }, 'Venue dashboard')), title, status, grid);
+  const root = h(
+    'div',
+    {},
+    h('p', { class: 'crumbs' }, h('a', { href: '#/setup' }, '← Setup'), ' · ', h('a', { href: `#/venues/${venueId}` }, 'Venue dashboard')),
+    title,
+    status,
+    grid,
+  );
   api.venue(venueId).then(
     (v) => {
       title.textContent = `${v.name}: settings`;
@@ -87,13 +124,18 @@ export function venueSetupView(venueId: string): View {
       const steps = () => {
         const z = grid.querySelectorAll('#zones-card tbody tr').length;
         const i = grid.querySelectorAll('#integrations-card tbody tr').length;
-        next.textContent = !z ? 'Next: add a zone (below), with its capacity.' : !i ? 'Next: connect an integration, so events arrive.' : '';
+        next.textContent = !z
+          ? 'Next: add a zone (below), with its capacity.'
+          : !i
+            ? 'Next: connect an integration, so events arrive.'
+            : '';
         next.hidden = !next.textContent;
       };
       fill(grid, next, venueCard(v), zonesCard(v.id, steps), integrationsCard(v.id, steps), rulesCard(v.id));
     },
     (err) => {
-      title.textContent = err instanceof ApiError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN') ? 'Venue not available' : 'Venue settings';
+      title.textContent =
+        err instanceof ApiError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN') ? 'Venue not available' : 'Venue settings';
       showError(status, 'Could not load the venue', err);
     },
   );
@@ -118,7 +160,16 @@ function venueCard(v: VenueDetail): HTMLElement {
 }
 
 // Config fields per connector type (docs/resources.md, "Config per connector type").
-type ConfigField = { name: string; label: string; secret?: boolean; required?: boolean; list?: boolean; options?: string[]; mode?: 'central' | 'ale'; hint?: string };
+type ConfigField = {
+  name: string;
+  label: string;
+  secret?: boolean;
+  required?: boolean;
+  list?: boolean;
+  options?: string[];
+  mode?: 'central' | 'ale';
+  hint?: string;
+};
 export const CONNECTOR_FIELDS: Record<string, ConfigField[]> = {
   meraki: [
     { name: 'org_id', label: 'Organization id', required: true },
@@ -132,7 +183,14 @@ export const CONNECTOR_FIELDS: Record<string, ConfigField[]> = {
     { name: 'customer_id', label: 'Customer id', required: true, mode: 'central' },
     { name: 'client_id', label: 'Client id', required: true, mode: 'central' },
     { name: 'client_secret', label: 'Client secret', secret: true, required: true, mode: 'central' },
-    { name: 'streaming_key', label: 'Streaming key', secret: true, required: true, mode: 'central', hint: 'Expires every 7 days: replace it here.' },
+    {
+      name: 'streaming_key',
+      label: 'Streaming key',
+      secret: true,
+      required: true,
+      mode: 'central',
+      hint: 'Expires every 7 days: replace it here.',
+    },
     { name: 'username', label: 'Username', required: true, mode: 'ale' },
     { name: 'password', label: 'Password', secret: true, required: true, mode: 'ale' },
     { name: 'certificate_sha256', label: 'Certificate SHA-256', mode: 'ale' },
@@ -183,7 +241,14 @@ function integrationsCard(venueId: string, changed: () => void): HTMLElement {
     const fields: Field[] = [
       existing
         ? { name: 'connector_type', label: 'Connector', kind: 'select', options: [[type, type]], value: type }
-        : { name: 'connector_type', label: 'Connector', kind: 'select', options: Object.keys(CONNECTOR_FIELDS).map((t): [string, string] => [t, t]), value: type, onChange: (t) => show(t) },
+        : {
+            name: 'connector_type',
+            label: 'Connector',
+            kind: 'select',
+            options: Object.keys(CONNECTOR_FIELDS).map((t): [string, string] => [t, t]),
+            value: type,
+            onChange: (t) => show(t),
+          },
       ...defs.map((d): Field => {
         const name = `config.${d.name}`;
         const stored = cfg[d.name];
@@ -203,7 +268,13 @@ function integrationsCard(venueId: string, changed: () => void): HTMLElement {
                   }
                 : undefined,
           };
-        return { name, label: d.label, required: d.required, value: Array.isArray(stored) ? stored.join(', ') : (stored as string | undefined), hint: d.hint };
+        return {
+          name,
+          label: d.label,
+          required: d.required,
+          value: Array.isArray(stored) ? stored.join(', ') : (stored as string | undefined),
+          hint: d.hint,
+        };
       }),
     ];
     const configOf = (x: Record<string, string>) => {
@@ -225,13 +296,26 @@ function integrationsCard(venueId: string, changed: () => void): HTMLElement {
         else await api.createIntegration(venueId, { connector_type: type, config: configOf(x) });
         await load();
         show(type);
-        return existing ? 'Saved; secrets left empty were kept.' : `Connected ${type}. It shows "Waiting for first data" until its first event.`;
+        return existing
+          ? 'Saved; secrets left empty were kept.'
+          : `Connected ${type}. It shows "Waiting for first data" until its first event.`;
       },
     });
-    fill(editor, h('h3', {}, existing ? `Edit ${type} integration` : 'Connect an integration'), h('p', { class: 'hint' }, 'Secrets are stored encrypted and never shown again: a stored one reads "•••• set"; type a new value to replace it.'), f.root);
+    fill(
+      editor,
+      h('h3', {}, existing ? `Edit ${type} integration` : 'Connect an integration'),
+      h(
+        'p',
+        { class: 'hint' },
+        'Secrets are stored encrypted and never shown again: a stored one reads "•••• set"; type a new value to replace it.',
+      ),
+      f.root,
+    );
   };
   const secretText = (i: Integration) => {
-    const set = Object.entries(i.config).filter(([, v]) => v === REDACTED).map(([k]) => k);
+    const set = Object.entries(i.config)
+      .filter(([, v]) => v === REDACTED)
+      .map(([k]) => k);
     return set.length ? `${set.join(', ')}: •••• set` : '';
   };
   const load = () =>
@@ -247,7 +331,17 @@ function integrationsCard(venueId: string, changed: () => void): HTMLElement {
                 h(
                   'table',
                   { class: 'integrations' },
-                  h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Connector'), h('th', { scope: 'col' }, 'Secrets'), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')))),
+                  h(
+                    'thead',
+                    {},
+                    h(
+                      'tr',
+                      {},
+                      h('th', { scope: 'col' }, 'Connector'),
+                      h('th', { scope: 'col' }, 'Secrets'),
+                      h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
+                    ),
+                  ),
                   h(
                     'tbody',
                     {},
@@ -257,7 +351,15 @@ function integrationsCard(venueId: string, changed: () => void): HTMLElement {
                         { 'data-integration': i.id },
                         h('th', { scope: 'row' }, i.connector_type, !i.is_active && h('span', { class: 'muted' }, ' (paused)')),
                         h('td', { class: 'secrets' }, secretText(i)),
-                        h('td', {}, h('button', { type: 'button', class: 'secondary', onclick: () => show(i.connector_type, i) }, `Edit ${i.connector_type}`)),
+                        h(
+                          'td',
+                          {},
+                          h(
+                            'button',
+                            { type: 'button', class: 'secondary', onclick: () => show(i.connector_type, i) },
+                            `Edit ${i.connector_type}`,
+                          ),
+                        ),
                       ),
                     ),
                   ),

@@ -8,7 +8,16 @@ import { clearStatus, fill, h, picker, section, showError } from './dom.js';
 
 const KEYS = ['occupancy', 'entries', 'exits', 'devices', 'temperature', 'co2', 'humidity', 'noise'];
 /** What each key counts or measures: the y axis's unit. */
-export const UNITS: Record<string, string> = { occupancy: 'people', entries: 'people', exits: 'people', devices: 'devices', temperature: '°C', co2: 'ppm', humidity: '% RH', noise: 'dB' };
+export const UNITS: Record<string, string> = {
+  occupancy: 'people',
+  entries: 'people',
+  exits: 'people',
+  devices: 'devices',
+  temperature: '°C',
+  co2: 'ppm',
+  humidity: '% RH',
+  noise: 'dB',
+};
 /** Counters add up over a bucket: SUM; levels and readings: AVG. */
 export const DEFAULT_AGG: Record<string, string> = { entries: 'SUM', exits: 'SUM' };
 const MIN = 60_000;
@@ -31,15 +40,27 @@ const INTERVALS: Array<[string, string]> = [
 const AGGS = ['AVG', 'MAX', 'MIN', 'SUM', 'COUNT'];
 
 /** uPlot options for a time chart in a zone, with units on both axes. */
-export function timeChartOptions(o: { width: number; tz: string; yLabel: string; series: uPlot.Series[]; range?: [number, number] }): uPlot.Options {
-  const zoneName = new Intl.DateTimeFormat('en-GB', { timeZone: o.tz, timeZoneName: 'short' }).formatToParts(new Date()).find((p) => p.type === 'timeZoneName')?.value ?? o.tz;
+export function timeChartOptions(o: {
+  width: number;
+  tz: string;
+  yLabel: string;
+  series: uPlot.Series[];
+  range?: [number, number];
+}): uPlot.Options {
+  const zoneName =
+    new Intl.DateTimeFormat('en-GB', { timeZone: o.tz, timeZoneName: 'short' })
+      .formatToParts(new Date())
+      .find((p) => p.type === 'timeZoneName')?.value ?? o.tz;
   return {
     width: o.width,
     height: 220,
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), o.tz),
     scales: { x: { time: true, ...(o.range ? { range: o.range } : {}) } },
     series: [{ label: `Time (${zoneName})` }, ...o.series],
-    axes: [{ label: `Time (${o.tz})`, labelSize: 20, size: 40 }, { label: o.yLabel, labelSize: 20, size: 60 }],
+    axes: [
+      { label: `Time (${o.tz})`, labelSize: 20, size: 40 },
+      { label: o.yLabel, labelSize: 20, size: 60 },
+    ],
     legend: { show: true },
   };
 }
@@ -49,16 +70,22 @@ export function telemetrySection(venueId: string, tz: string, zones: VenueDetail
   const s = section('Telemetry', 'telemetry');
   const q = { key: 'occupancy', range: '24h', interval: String(15 * MIN), agg: 'AVG', zone: '' };
   const keyPicker = () =>
-    picker('Key', 'key', KEYS.map((k) => [k, k]), q.key, (v) => {
-      q.key = v;
-      q.agg = DEFAULT_AGG[v] ?? 'AVG';
-      if (v !== 'occupancy' && q.zone) {
-        q.zone = '';
-        swap('zone');
-      }
-      swap('agg');
-      load();
-    });
+    picker(
+      'Key',
+      'key',
+      KEYS.map((k) => [k, k]),
+      q.key,
+      (v) => {
+        q.key = v;
+        q.agg = DEFAULT_AGG[v] ?? 'AVG';
+        if (v !== 'occupancy' && q.zone) {
+          q.zone = '';
+          swap('zone');
+        }
+        swap('agg');
+        load();
+      },
+    );
   const zonePicker = () =>
     picker('Zone', 'zone', [['', 'Whole venue'], ...zones.map((z): [string, string] => [z.id, z.name])], q.zone, (v) => {
       q.zone = v;
@@ -71,8 +98,20 @@ export function telemetrySection(venueId: string, tz: string, zones: VenueDetail
       load();
     });
   const intervalPicker = () => picker('Interval', 'interval', INTERVALS, q.interval, (v) => ((q.interval = v), load()));
-  const aggPicker = () => picker('Aggregation', 'agg', AGGS.map((a) => [a, a]), q.agg, (v) => ((q.agg = v), load()));
-  const els: Record<'key' | 'zone' | 'agg' | 'interval', HTMLElement> = { key: keyPicker(), zone: zonePicker(), agg: aggPicker(), interval: intervalPicker() };
+  const aggPicker = () =>
+    picker(
+      'Aggregation',
+      'agg',
+      AGGS.map((a) => [a, a]),
+      q.agg,
+      (v) => ((q.agg = v), load()),
+    );
+  const els: Record<'key' | 'zone' | 'agg' | 'interval', HTMLElement> = {
+    key: keyPicker(),
+    zone: zonePicker(),
+    agg: aggPicker(),
+    interval: intervalPicker(),
+  };
   const make = { key: keyPicker, zone: zonePicker, agg: aggPicker, interval: intervalPicker };
   /** Replaces a picker by a new one showing the current choice. */
   const swap = (which: keyof typeof els) => {
@@ -89,12 +128,18 @@ export function telemetrySection(venueId: string, tz: string, zones: VenueDetail
     s.controls,
     els.key,
     zones.length ? els.zone : null,
-    picker('Range', 'range', RANGES.map(([v, l]) => [v, l]), q.range, (v) => {
-      q.range = v;
-      q.interval = String(RANGES.find((r) => r[0] === v)![3]);
-      swap('interval');
-      load();
-    }),
+    picker(
+      'Range',
+      'range',
+      RANGES.map(([v, l]) => [v, l]),
+      q.range,
+      (v) => {
+        q.range = v;
+        q.interval = String(RANGES.find((r) => r[0] === v)![3]);
+        swap('interval');
+        load();
+      },
+    ),
     els.interval,
     els.agg,
   );
@@ -117,7 +162,8 @@ export function telemetrySection(venueId: string, tz: string, zones: VenueDetail
         clearStatus(s.status, points.length ? '' : 'No data in this range.');
         plot?.destroy();
         const unit = UNITS[q.key] ?? '';
-        const yLabel = q.agg === 'COUNT' ? `${q.key} (readings per ${every})` : `${q.key} (${unit}${q.agg === 'SUM' ? ` per ${every}` : ''})`;
+        const yLabel =
+          q.agg === 'COUNT' ? `${q.key} (readings per ${every})` : `${q.key} (${unit}${q.agg === 'SUM' ? ` per ${every}` : ''})`;
         axes.textContent = `Vertical axis: ${yLabel}; horizontal: time in ${tz}.`;
         plot = new uPlot(
           timeChartOptions({

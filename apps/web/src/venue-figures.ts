@@ -26,12 +26,39 @@ export function dwellSection(venueId: string) {
     api.dwell(venueId, range).then(
       ({ zones }) => {
         clearStatus(s.status, zones.every((z) => z.buckets.every((b) => b.count === 0)) ? 'No visits in this range.' : '');
-        fill(s.body, ...zones.map((z) => h('div', { class: 'dwell-zone' }, h('h3', {}, z.zone_name), bars(z.buckets.map((b) => [b.range, b.count, `${b.count} visits`]), `Dwell time, ${z.zone_name}`))));
+        fill(
+          s.body,
+          ...zones.map((z) =>
+            h(
+              'div',
+              { class: 'dwell-zone' },
+              h('h3', {}, z.zone_name),
+              bars(
+                z.buckets.map((b) => [b.range, b.count, `${b.count} visits`]),
+                `Dwell time, ${z.zone_name}`,
+              ),
+            ),
+          ),
+        );
       },
       (err) => showError(s.status, 'Could not load dwell times', err),
     );
   };
-  fill(s.controls, picker('Visits started in', 'dwell-range', [['24h', 'Last 24 hours'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['90d', 'Last 90 days']], range, (v) => ((range = v), load())));
+  fill(
+    s.controls,
+    picker(
+      'Visits started in',
+      'dwell-range',
+      [
+        ['24h', 'Last 24 hours'],
+        ['7d', 'Last 7 days'],
+        ['30d', 'Last 30 days'],
+        ['90d', 'Last 90 days'],
+      ],
+      range,
+      (v) => ((range = v), load()),
+    ),
+  );
   load();
   return { root: s.root };
 }
@@ -45,12 +72,31 @@ export function scoringSection(venueId: string) {
     api.scoring(venueId, range).then(
       ({ segments, total }) => {
         clearStatus(s.status, `${total} unique device${total === 1 ? '' : 's'}.`);
-        fill(s.body, bars(segments.map((g) => [g.name, g.count, `${g.count} (${g.percentage.toFixed(1)} %)`]), 'Loyalty segments'));
+        fill(
+          s.body,
+          bars(
+            segments.map((g) => [g.name, g.count, `${g.count} (${g.percentage.toFixed(1)} %)`]),
+            'Loyalty segments',
+          ),
+        );
       },
       (err) => showError(s.status, 'Could not load loyalty segments', err),
     );
   };
-  fill(s.controls, picker('Period', 'loyalty-range', [['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['90d', 'Last 90 days']], range, (v) => ((range = v), load())));
+  fill(
+    s.controls,
+    picker(
+      'Period',
+      'loyalty-range',
+      [
+        ['7d', 'Last 7 days'],
+        ['30d', 'Last 30 days'],
+        ['90d', 'Last 90 days'],
+      ],
+      range,
+      (v) => ((range = v), load()),
+    ),
+  );
   load();
   return { root: s.root };
 }
@@ -87,15 +133,31 @@ export function heatMapSection(venueId: string) {
           'table',
           { class: 'heat narrow' },
           caption,
-          h('thead', {}, h('tr', {}, h('td', {}), ...WEEK_ORDER.map((d) => h('th', { scope: 'col', abbr: DAYS[d] }, DAYS[d]!.slice(0, 3))))),
-          h('tbody', {}, ...hours.map((hour) => h('tr', {}, h('th', { scope: 'row' }, `${String(hour).padStart(2, '0')}:00`), ...WEEK_ORDER.map((d) => cellEl(d, hour))))),
+          h(
+            'thead',
+            {},
+            h('tr', {}, h('td', {}), ...WEEK_ORDER.map((d) => h('th', { scope: 'col', abbr: DAYS[d] }, DAYS[d]!.slice(0, 3)))),
+          ),
+          h(
+            'tbody',
+            {},
+            ...hours.map((hour) =>
+              h('tr', {}, h('th', { scope: 'row' }, `${String(hour).padStart(2, '0')}:00`), ...WEEK_ORDER.map((d) => cellEl(d, hour))),
+            ),
+          ),
         )
       : h(
           'table',
           { class: 'heat' },
           caption,
           h('thead', {}, h('tr', {}, h('td', {}), ...hours.map((hour) => h('th', { scope: 'col' }, String(hour).padStart(2, '0'))))),
-          h('tbody', {}, ...WEEK_ORDER.map((d) => h('tr', {}, h('th', { scope: 'row', abbr: DAYS[d] }, DAYS[d]!.slice(0, 3)), ...hours.map((hour) => cellEl(d, hour))))),
+          h(
+            'tbody',
+            {},
+            ...WEEK_ORDER.map((d) =>
+              h('tr', {}, h('th', { scope: 'row', abbr: DAYS[d] }, DAYS[d]!.slice(0, 3)), ...hours.map((hour) => cellEl(d, hour))),
+            ),
+          ),
         );
     fill(s.body, table);
   };

@@ -18,12 +18,31 @@ export function timezoneList(): HTMLDataListElement {
 export function venueFields(v?: Partial<VenueDetail> & { occupancy_reset_hour?: number }): Field[] {
   return [
     { name: 'name', label: 'Name', required: true, value: v?.name },
-    { name: 'timezone', label: 'Time zone', required: true, value: v?.timezone ?? BROWSER_TZ, hint: 'IANA name, e.g. Europe/Berlin: every time of the venue is shown in it.' },
+    {
+      name: 'timezone',
+      label: 'Time zone',
+      required: true,
+      value: v?.timezone ?? BROWSER_TZ,
+      hint: 'IANA name, e.g. Europe/Berlin: every time of the venue is shown in it.',
+    },
     { name: 'address', label: 'Address', value: v?.address },
     { name: 'lat', label: 'Latitude', kind: 'number', value: v?.lat },
     { name: 'lng', label: 'Longitude', kind: 'number', value: v?.lng },
-    { name: 'hardware_type', label: 'Main hardware', kind: 'select', options: [['', '—'], ...HARDWARE.map((x): [string, string] => [x, x])], value: v?.hardware_type ?? '' },
-    { name: 'occupancy_reset_hour', label: 'Occupancy reset hour', kind: 'number', step: '1', value: v?.occupancy_reset_hour ?? 4, hint: 'Venue-local hour (0–23) at which live occupancy goes back to 0 while the venue is closed.' },
+    {
+      name: 'hardware_type',
+      label: 'Main hardware',
+      kind: 'select',
+      options: [['', '—'], ...HARDWARE.map((x): [string, string] => [x, x])],
+      value: v?.hardware_type ?? '',
+    },
+    {
+      name: 'occupancy_reset_hour',
+      label: 'Occupancy reset hour',
+      kind: 'number',
+      step: '1',
+      value: v?.occupancy_reset_hour ?? 4,
+      hint: 'Venue-local hour (0–23) at which live occupancy goes back to 0 while the venue is closed.',
+    },
   ];
 }
 export const venueBody = (x: Record<string, string>, update: boolean) => {

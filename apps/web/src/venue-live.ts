@@ -17,7 +17,12 @@ export function occupancySection(venueId: string, tz: string) {
     if (!data || failed) return;
     if (live.kind === 'live') clearStatus(s.status, 'Live: figures change as people come and go.');
     else {
-      clearStatus(s.status, live.kind === 'stopped' ? `Live updates stopped (${live.why}): figures may be behind; reload the page.` : 'Live updates paused, reconnecting… figures may be behind.');
+      clearStatus(
+        s.status,
+        live.kind === 'stopped'
+          ? `Live updates stopped (${live.why}): figures may be behind; reload the page.`
+          : 'Live updates paused, reconnecting… figures may be behind.',
+      );
       s.status.classList.add('paused');
     }
     s.status.dataset.live = live.kind;
@@ -33,7 +38,19 @@ export function occupancySection(venueId: string, tz: string) {
         h(
           'table',
           { class: 'occupancy' },
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Zone'), h('th', { scope: 'col', class: 'num' }, 'People'), h('th', { scope: 'col', class: 'num' }, 'Capacity'), h('th', { scope: 'col' }, 'Load'), h('th', { scope: 'col', class: 'updated' }, 'Updated'))),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'col' }, 'Zone'),
+              h('th', { scope: 'col', class: 'num' }, 'People'),
+              h('th', { scope: 'col', class: 'num' }, 'Capacity'),
+              h('th', { scope: 'col' }, 'Load'),
+              h('th', { scope: 'col', class: 'updated' }, 'Updated'),
+            ),
+          ),
           h(
             'tbody',
             {},
@@ -43,7 +60,13 @@ export function occupancySection(venueId: string, tz: string) {
               return h(
                 'tr',
                 { 'data-zone': z.zone_id, class: level },
-                h('th', { scope: 'row' }, z.zone_name, h('span', { class: 'muted zone-type' }, ` ${z.zone_type}`), h('span', { class: 'muted sub updated-inline' }, timeEl(z.updated_at, tz, true))),
+                h(
+                  'th',
+                  { scope: 'row' },
+                  z.zone_name,
+                  h('span', { class: 'muted zone-type' }, ` ${z.zone_type}`),
+                  h('span', { class: 'muted sub updated-inline' }, timeEl(z.updated_at, tz, true)),
+                ),
                 // Never counted (no figure yet, e.g. the whole venue of a place counted only per area): not a 0.
                 z.updated_at === null && !z.occupancy
                   ? h('td', { class: 'num people', title: 'not counted yet' }, '—')
@@ -54,7 +77,19 @@ export function occupancySection(venueId: string, tz: string) {
                   { class: 'load-cell' },
                   pct === null
                     ? '—'
-                    : h('span', { class: 'load' }, h('meter', { min: 0, max: 100, high: 80, optimum: 0, value: Math.min(pct, 100), 'aria-label': `${z.zone_name} load` }), h('span', { class: 'pct' }, fmtPercent(pct))),
+                    : h(
+                        'span',
+                        { class: 'load' },
+                        h('meter', {
+                          min: 0,
+                          max: 100,
+                          high: 80,
+                          optimum: 0,
+                          value: Math.min(pct, 100),
+                          'aria-label': `${z.zone_name} load`,
+                        }),
+                        h('span', { class: 'pct' }, fmtPercent(pct)),
+                      ),
                 ),
                 h('td', { class: 'muted updated' }, z.updated_at ? timeEl(z.updated_at, tz, true) : 'not counted yet'),
               );
@@ -124,7 +159,10 @@ export function alarmsSection(venueId: string, tz: string) {
       ({ alarms, total }) => {
         loaded = true;
         for (const a of alarms) byId.set(a.id, a);
-        clearStatus(s.status, total > alarms.length ? `The newest ${alarms.length} of ${total} alarms (all of them: the Alarms page).` : '');
+        clearStatus(
+          s.status,
+          total > alarms.length ? `The newest ${alarms.length} of ${total} alarms (all of them: the Alarms page).` : '',
+        );
         render();
       },
       (err) => showError(s.status, 'Could not load the alarms', err),

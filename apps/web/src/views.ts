@@ -22,8 +22,20 @@ export interface Notice {
 }
 
 export function signInView(onKey: (key: string, status: HTMLElement, button: HTMLButtonElement) => void, notice?: Notice): HTMLElement {
-  const input = h('input', { id: 'api-key', name: 'api-key', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false', placeholder: 'vt_live_…' });
-  const status = h('p', { class: notice?.error ? 'status error' : 'status', role: notice?.error ? 'alert' : 'status', 'aria-live': 'polite' }, notice?.text ?? '');
+  const input = h('input', {
+    id: 'api-key',
+    name: 'api-key',
+    type: 'password',
+    autocomplete: 'off',
+    required: true,
+    spellcheck: 'false',
+    placeholder: 'vt_live_…',
+  });
+  const status = h(
+    'p',
+    { class: notice?.error ? 'status error' : 'status', role: notice?.error ? 'alert' : 'status', 'aria-live': 'polite' },
+    notice?.text ?? '',
+  );
   const button = h('button', { type: 'submit' }, 'Sign in');
   const form = h(
     'form',
@@ -37,7 +49,11 @@ export function signInView(onKey: (key: string, status: HTMLElement, button: HTM
       },
     },
     h('h2', { id: 'sign-in-h' }, 'Sign in'),
-    h('p', {}, 'Paste an API key of your operator. It is kept in this browser tab only (session storage) and forgotten when you sign out or close the tab.'),
+    h(
+      'p',
+      {},
+      'Paste an API key of your operator. It is kept in this browser tab only (session storage) and forgotten when you sign out or close the tab.',
+    ),
     h('label', { for: 'api-key' }, 'API key'),
     input,
     button,
@@ -83,7 +99,11 @@ export function venueView(venueId: string, ctx: ViewContext): View {
       title.textContent = v.name;
       document.title = `${v.name} · Venue dashboard`;
       const tz = zoneFor(v.timezone);
-      fill(sub, `${zoneNote(tz)}${v.address ? ` · ${v.address}` : ''} · `, h('a', { href: `#/venues/${v.id}/setup` }, 'Settings: zones, integrations, alarm thresholds'));
+      fill(
+        sub,
+        `${zoneNote(tz)}${v.address ? ` · ${v.address}` : ''} · `,
+        h('a', { href: `#/venues/${v.id}/setup` }, 'Settings: zones, integrations, alarm thresholds'),
+      );
       clearStatus(status);
       status.hidden = true;
       inner = venueSections(v, tz, grid, ctx);
@@ -91,7 +111,8 @@ export function venueView(venueId: string, ctx: ViewContext): View {
     },
     (err) => {
       if (disposed) return;
-      title.textContent = err instanceof ApiError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN') ? 'Venue not available' : 'Venue';
+      title.textContent =
+        err instanceof ApiError && (err.code === 'NOT_FOUND' || err.code === 'FORBIDDEN') ? 'Venue not available' : 'Venue';
       showError(status, 'Could not load the venue', err);
     },
   );
@@ -111,7 +132,11 @@ export function venueView(venueId: string, ctx: ViewContext): View {
 function venueSections(v: VenueDetail, tz: string, grid: HTMLElement, ctx: ViewContext): Required<Omit<View, 'root'>> {
   const occ = occupancySection(v.id, tz);
   const alarms = alarmsSection(v.id, tz);
-  const chart = telemetrySection(v.id, tz, v.zones.filter((z) => z.type === 'area' || z.type === 'counter'));
+  const chart = telemetrySection(
+    v.id,
+    tz,
+    v.zones.filter((z) => z.type === 'area' || z.type === 'counter'),
+  );
   const dwell = dwellSection(v.id);
   const loyalty = scoringSection(v.id);
   const heat = heatMapSection(v.id);

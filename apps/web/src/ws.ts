@@ -4,7 +4,8 @@
 
 import type { Alarm } from './api.js';
 
-export type LiveState = { kind: 'connecting' } | { kind: 'live' } | { kind: 'retrying'; inSeconds: number; why: string } | { kind: 'stopped'; why: string };
+export type LiveState =
+  { kind: 'connecting' } | { kind: 'live' } | { kind: 'retrying'; inSeconds: number; why: string } | { kind: 'stopped'; why: string };
 
 export interface LiveHandlers {
   onState(state: LiveState): void;

@@ -18,9 +18,21 @@ export function zonesCard(venueId: string, changed: () => void): HTMLElement {
   const editor = h('div', { class: 'editor' });
   const zoneFields = (z?: Zone): Field[] => [
     { name: 'name', label: 'Name', required: true, value: z?.name },
-    { name: 'slug', label: 'Slug', required: true, value: z?.slug, hint: 'Lower-case letters and digits, words joined by "-": connectors send it as the zone.' },
+    {
+      name: 'slug',
+      label: 'Slug',
+      required: true,
+      value: z?.slug,
+      hint: 'Lower-case letters and digits, words joined by "-": connectors send it as the zone.',
+    },
     { name: 'type', label: 'Type', kind: 'select', options: ZONE_TYPES, value: z?.type ?? 'area' },
-    { name: 'capacity', label: 'Capacity (people)', kind: 'number', value: z?.capacity, hint: 'Load and occupancy alarms need it; empty: not set.' },
+    {
+      name: 'capacity',
+      label: 'Capacity (people)',
+      kind: 'number',
+      value: z?.capacity,
+      hint: 'Load and occupancy alarms need it; empty: not set.',
+    },
   ];
   const body = (x: Record<string, string>) => ({ name: x.name, slug: x.slug, type: x.type, capacity: numOrNull(x.capacity) });
   const showCreate = () => {
@@ -66,12 +78,30 @@ export function zonesCard(venueId: string, changed: () => void): HTMLElement {
                 h(
                   'table',
                   { class: 'zones' },
-                  h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Zone'), h('th', { scope: 'col' }, 'Type'), h('th', { scope: 'col', class: 'num' }, 'Capacity'), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')))),
+                  h(
+                    'thead',
+                    {},
+                    h(
+                      'tr',
+                      {},
+                      h('th', { scope: 'col' }, 'Zone'),
+                      h('th', { scope: 'col' }, 'Type'),
+                      h('th', { scope: 'col', class: 'num' }, 'Capacity'),
+                      h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Actions')),
+                    ),
+                  ),
                   h(
                     'tbody',
                     {},
                     ...data.map((z) =>
-                      h('tr', { 'data-zone': z.id }, h('th', { scope: 'row' }, z.name, h('span', { class: 'muted sub' }, z.slug)), h('td', {}, z.type), h('td', { class: 'num' }, z.capacity ?? '—'), h('td', {}, h('button', { type: 'button', class: 'secondary', onclick: () => showEdit(z) }, `Edit ${z.name}`))),
+                      h(
+                        'tr',
+                        { 'data-zone': z.id },
+                        h('th', { scope: 'row' }, z.name, h('span', { class: 'muted sub' }, z.slug)),
+                        h('td', {}, z.type),
+                        h('td', { class: 'num' }, z.capacity ?? '—'),
+                        h('td', {}, h('button', { type: 'button', class: 'secondary', onclick: () => showEdit(z) }, `Edit ${z.name}`)),
+                      ),
                     ),
                   ),
                 ),

@@ -24,7 +24,15 @@ export const aruba: ConnectorEvents = {
       floor_id: label.optional(),
       geofence_ids: z.array(label).max(50).optional(),
     },
-    { sta_eth_mac: 'da:a1:19:0b:7c:2e', associated: false, ap_name: 'AP-Lobby-1', rssi: -67, sta_location_x: 12.5, sta_location_y: 4.25, zone: 'lobby' },
+    {
+      sta_eth_mac: 'da:a1:19:0b:7c:2e',
+      associated: false,
+      ap_name: 'AP-Lobby-1',
+      rssi: -67,
+      sta_location_x: 12.5,
+      sta_location_y: 4.25,
+      zone: 'lobby',
+    },
   ),
   heartbeat: heartbeat(),
 };

@@ -74,7 +74,9 @@ export function eventType<S extends Fields>(
   rule?: { check: (p: Parsed<S>) => boolean; message: string; path?: string },
 ): EventSpec {
   const object = z.object({ ...fields, ...zoneFields });
-  const checked = rule ? object.refine((p) => rule.check(p as Parsed<S>), { message: rule.message, path: rule.path ? [rule.path] : [] }) : object;
+  const checked = rule
+    ? object.refine((p) => rule.check(p as Parsed<S>), { message: rule.message, path: rule.path ? [rule.path] : [] })
+    : object;
   const payload = checked
     .refine((p) => !((p as Record<string, unknown>).zone_id && (p as Record<string, unknown>).zone), {
       message: 'give zone_id or zone, not both',
@@ -103,13 +105,19 @@ const field = (p: object, name: string | undefined) => (name ? (p as Record<stri
  */
 export function device(names: { mac: string; hashed?: string }, fields: Fields, example: Record<string, unknown>): EventSpec {
   const { mac: macField, hashed: hashedField } = names;
-  const sha1 = z.string().regex(/^[0-9a-fA-F]{40}$/, 'must be 40 hex digits').transform((h) => h.toLowerCase());
+  const sha1 = z
+    .string()
+    .regex(/^[0-9a-fA-F]{40}$/, 'must be 40 hex digits')
+    .transform((h) => h.toLowerCase());
   const shape = { ...fields, [macField]: hashedField ? mac.optional() : mac, ...(hashedField ? { [hashedField]: sha1.optional() } : {}) };
   return eventType(
     shape,
     (p) => {
       const raw = field(p, macField) as string | undefined;
-      return { metrics: {}, device: raw ? { field: macField, mac: raw } : { field: hashedField!, hashed: field(p, hashedField) as string } };
+      return {
+        metrics: {},
+        device: raw ? { field: macField, mac: raw } : { field: hashedField!, hashed: field(p, hashedField) as string },
+      };
     },
     example,
     hashedField
@@ -124,12 +132,20 @@ export function device(names: { mac: string; hashed?: string }, fields: Fields, 
 
 /** `entry` / `exit`: `count` people crossed (default 1). */
 export function crossing(metric: 'entries' | 'exits', fields: Fields, example: Record<string, unknown>): EventSpec {
-  return eventType({ ...fields, count: z.int().min(1).max(100_000).default(1) }, (p) => ({ metrics: { [metric]: p.count as number } }), example);
+  return eventType(
+    { ...fields, count: z.int().min(1).max(100_000).default(1) },
+    (p) => ({ metrics: { [metric]: p.count as number } }),
+    example,
+  );
 }
 
 /** `occupancy`: people present now, as counted by the vendor. */
 export function occupancy(fields: Fields, example: Record<string, unknown>): EventSpec {
-  return eventType({ ...fields, occupancy: z.number().min(0).max(1_000_000) }, (p) => ({ metrics: { occupancy: p.occupancy as number } }), example);
+  return eventType(
+    { ...fields, occupancy: z.number().min(0).max(1_000_000) },
+    (p) => ({ metrics: { occupancy: p.occupancy as number } }),
+    example,
+  );
 }
 
 const readings = {

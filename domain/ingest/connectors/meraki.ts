@@ -26,7 +26,16 @@ export const meraki: ConnectorEvents = {
         .object({ lat: z.number().min(-90).max(90), lng: z.number().min(-180).max(180), unc: z.number().min(0).optional() })
         .optional(),
     },
-    { clientMac: '3C:22:FB:1A:2B:3C', apMac: '00:18:0a:13:dd:b0', ssid: 'Guest WiFi', rssi: 47, os: 'iOS', manufacturer: 'Apple', radio: 'WiFi', zone: 'lobby' },
+    {
+      clientMac: '3C:22:FB:1A:2B:3C',
+      apMac: '00:18:0a:13:dd:b0',
+      ssid: 'Guest WiFi',
+      rssi: 47,
+      os: 'iOS',
+      manufacturer: 'Apple',
+      radio: 'WiFi',
+      zone: 'lobby',
+    },
   ),
   environment: environment({ serial: label.optional() }, { serial: 'Q3CA-AB12-CD34', temperature: 21.4, humidity: 38, zone: 'lobby' }),
   heartbeat: heartbeat(),

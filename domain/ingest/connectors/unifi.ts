@@ -21,7 +21,15 @@ export const unifi: ConnectorEvents = {
   device_seen: device(
     { mac: 'mac' },
     { ...client, key: z.enum(['EVT_WU_Connected', 'EVT_WU_Roam']).optional() },
-    { mac: 'a4:83:e7:5d:10:9f', ap_mac: 'f0:9f:c2:aa:bb:01', essid: 'Venue Guest', rssi: -58, is_guest: true, key: 'EVT_WU_Connected', zone: 'bar' },
+    {
+      mac: 'a4:83:e7:5d:10:9f',
+      ap_mac: 'f0:9f:c2:aa:bb:01',
+      essid: 'Venue Guest',
+      rssi: -58,
+      is_guest: true,
+      key: 'EVT_WU_Connected',
+      zone: 'bar',
+    },
   ),
   device_left: device(
     { mac: 'mac' },

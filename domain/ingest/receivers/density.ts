@@ -1,4 +1,15 @@
-import { configString, header, invalid, isObject, refused, safeEqual, vendorEventId, type ConnectorEvent, type Mapped, type Receiver } from './kit.js';
+import {
+  configString,
+  header,
+  invalid,
+  isObject,
+  refused,
+  safeEqual,
+  vendorEventId,
+  type ConnectorEvent,
+  type Mapped,
+  type Receiver,
+} from './kit.js';
 
 /**
  * Density v2 count webhook receiver (docs/connectors/density.md). Density authenticates by a header
@@ -21,9 +32,11 @@ function eventTime(raw: unknown, now: number): string {
 export function mapDensity(body: unknown, now: number): Mapped {
   if (!isObject(body)) throw invalid('the Density webhook must be a JSON object', 'body', 'expected an object');
   const { direction } = body;
-  if (direction !== 1 && direction !== -1) throw invalid('the Density webhook needs direction 1 (entry) or -1 (exit)', 'direction', 'expected 1 or -1');
+  if (direction !== 1 && direction !== -1)
+    throw invalid('the Density webhook needs direction 1 (entry) or -1 (exit)', 'direction', 'expected 1 or -1');
   const payload: Record<string, unknown> = { direction };
-  for (const field of ['space_id', 'doorway_id', 'count'] as const) if (body[field] !== undefined && body[field] !== null) payload[field] = body[field];
+  for (const field of ['space_id', 'doorway_id', 'count'] as const)
+    if (body[field] !== undefined && body[field] !== null) payload[field] = body[field];
   const event: ConnectorEvent = { type: direction === 1 ? 'entry' : 'exit', timestamp: eventTime(body.timestamp, now), payload };
   const id = typeof body.id === 'string' && body.id !== '' ? body.id : typeof body.id === 'number' ? String(body.id) : undefined;
   if (id !== undefined) event.event_id = vendorEventId('density', id);
@@ -36,7 +49,9 @@ export const densityReceiver: Receiver = {
     const name = configString(config, 'webhook_header_name');
     const value = configString(config, 'webhook_header_value');
     if (!name || !value) {
-      throw refused("this Density integration has no webhook header: set config.webhook_header_name and webhook_header_value to the custom header configured on Density's webhook");
+      throw refused(
+        "this Density integration has no webhook header: set config.webhook_header_name and webhook_header_value to the custom header configured on Density's webhook",
+      );
     }
     const given = header(req, name);
     if (given === undefined) throw refused(`the ${name} header is missing: Density must send the custom header configured on its webhook`);

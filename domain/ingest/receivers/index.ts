@@ -127,7 +127,14 @@ export async function receiveDelivery(deps: ReceiverDeps, integrationId: string,
     }
     return { kind: 'text', text: receiver.answerGet(integration.config) };
   }
-  if (method !== 'POST') throw new AppError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed on a webhook`, { allowed: ['GET', 'POST'] }, { Allow: 'GET, POST' });
+  if (method !== 'POST')
+    throw new AppError(
+      405,
+      'METHOD_NOT_ALLOWED',
+      `${method} is not allowed on a webhook`,
+      { allowed: ['GET', 'POST'] },
+      { Allow: 'GET, POST' },
+    );
 
   let rawBody: string;
   try {
@@ -191,7 +198,11 @@ export async function receiveDelivery(deps: ReceiverDeps, integrationId: string,
   }
   const accepted = results.reduce((n, r) => n + r.accepted, 0);
   const rejected = results.reduce((n, r) => n + r.rejected, 0);
-  if (rejected > 0) log.debug({ rejected, reasons: results.flatMap((r) => r.errors.slice(0, 3).map((e) => e.reason)).slice(0, 5) }, 'webhook delivery: events rejected');
+  if (rejected > 0)
+    log.debug(
+      { rejected, reasons: results.flatMap((r) => r.errors.slice(0, 3).map((e) => e.reason)).slice(0, 5) },
+      'webhook delivery: events rejected',
+    );
   observe(mapped.events.length === 0 ? 'ignored' : 'accepted');
   return { kind: 'json', connector: integration.connectorType, body: { accepted, rejected, ignored: mapped.ignored }, results };
 }

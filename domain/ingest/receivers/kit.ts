@@ -83,7 +83,10 @@ export const configString = (config: Record<string, unknown>, field: string): st
 
 /** An id ingest accepts as `event_id` (1 to 128 printable ASCII), else a SHA-256 of it: so any vendor id dedupes. */
 export function eventIdFrom(prefix: string, parts: Array<string | number | undefined | null>): string {
-  return `${prefix}:${createHash('sha256').update(parts.map((p) => String(p ?? '')).join('|')).digest('hex').slice(0, 40)}`;
+  return `${prefix}:${createHash('sha256')
+    .update(parts.map((p) => String(p ?? '')).join('|'))
+    .digest('hex')
+    .slice(0, 40)}`;
 }
 
 /** A vendor id used as is when ingest takes it as an `event_id`, else hashed (still stable across re-deliveries). */
@@ -125,10 +128,15 @@ function jsonDepth(text: string): number {
 export function parseJsonBody(req: WebhookRequest): unknown {
   const type = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json' && !/^application\/[\w.-]+\+json$/.test(type)) {
-    throw invalid('the webhook body must be JSON with Content-Type: application/json', 'body', `unsupported content type ${type.slice(0, 100) || '(none)'}`);
+    throw invalid(
+      'the webhook body must be JSON with Content-Type: application/json',
+      'body',
+      `unsupported content type ${type.slice(0, 100) || '(none)'}`,
+    );
   }
   if (req.rawBody.trim() === '') throw invalid('the webhook body is empty', 'body', 'required');
-  if (jsonDepth(req.rawBody) > MAX_JSON_DEPTH) throw invalid(`the webhook body is nested deeper than ${MAX_JSON_DEPTH} levels`, 'body', `nesting depth over ${MAX_JSON_DEPTH}`);
+  if (jsonDepth(req.rawBody) > MAX_JSON_DEPTH)
+    throw invalid(`the webhook body is nested deeper than ${MAX_JSON_DEPTH} levels`, 'body', `nesting depth over ${MAX_JSON_DEPTH}`);
   try {
     return JSON.parse(req.rawBody);
   } catch (err) {

@@ -79,9 +79,15 @@ export function mapMeraki(body: unknown): Mapped {
   const v3 = version.startsWith('3.');
   const radios: Record<string, string> = v3 ? V3_TYPES : V2_TYPES;
   const radio = typeof type === 'string' && Object.hasOwn(radios, type) ? (radios[type] as 'WiFi' | 'BLE' | 'Bluetooth') : undefined;
-  if (!radio) throw invalid(`unknown Meraki ${version} post type: expected ${Object.keys(radios).join(' or ')}`, 'type', `expected one of ${Object.keys(radios).join(', ')}`);
+  if (!radio)
+    throw invalid(
+      `unknown Meraki ${version} post type: expected ${Object.keys(radios).join(' or ')}`,
+      'type',
+      `expected one of ${Object.keys(radios).join(', ')}`,
+    );
   if (!isObject(data)) throw invalid('the Meraki post has no data object', 'data', 'expected an object');
-  if (!Array.isArray(data.observations)) throw invalid('the Meraki post has no observations array', 'data.observations', 'expected an array');
+  if (!Array.isArray(data.observations))
+    throw invalid('the Meraki post has no observations array', 'data.observations', 'expected an array');
   const events: ConnectorEvent[] = [];
   const seen = new Set<string>();
   let ignored = 0;
@@ -115,12 +121,16 @@ export const merakiReceiver: Receiver = {
   verify(config, _req, json) {
     const secret = configString(config, 'webhook_secret');
     if (!secret) {
-      throw refused("this Meraki integration has no webhook_secret: set config.webhook_secret to the secret entered on Meraki's Location and scanning page");
+      throw refused(
+        "this Meraki integration has no webhook_secret: set config.webhook_secret to the secret entered on Meraki's Location and scanning page",
+      );
     }
     const body = json();
     if (!isObject(body)) throw invalid('the Meraki post must be a JSON object', 'body', 'expected an object');
-    if (typeof body.secret !== 'string' || body.secret === '') throw refused('the Meraki post has no "secret" field: set the shared secret on Meraki\'s Location and scanning page');
-    if (!safeEqual(body.secret, secret)) throw refused('the "secret" field of the Meraki post does not match this integration\'s webhook_secret');
+    if (typeof body.secret !== 'string' || body.secret === '')
+      throw refused('the Meraki post has no "secret" field: set the shared secret on Meraki\'s Location and scanning page');
+    if (!safeEqual(body.secret, secret))
+      throw refused('the "secret" field of the Meraki post does not match this integration\'s webhook_secret');
   },
   map: (body) => mapMeraki(body),
 };

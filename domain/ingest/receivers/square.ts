@@ -13,7 +13,9 @@ export const SQUARE_SIGNATURE_HEADER = 'x-square-hmacsha256-signature';
 const PAYMENT_TYPES = new Set(['payment.created', 'payment.updated']);
 
 export function squareSignature(signatureKey: string, notificationUrl: string, rawBody: string): string {
-  return createHmac('sha256', signatureKey).update(notificationUrl + rawBody).digest('base64');
+  return createHmac('sha256', signatureKey)
+    .update(notificationUrl + rawBody)
+    .digest('base64');
 }
 
 export function mapSquare(body: unknown, locationId: string | undefined): Mapped {
@@ -23,8 +25,10 @@ export function mapSquare(body: unknown, locationId: string | undefined): Mapped
   if (typeof event_id !== 'string' || event_id === '') throw invalid('the Square notification has no event_id', 'event_id', 'required');
   if (!PAYMENT_TYPES.has(type)) return { events: [], ignored: 1, ignoredWhy: 'not a payment.created or payment.updated notification' };
   const payment = isObject(data) && isObject(data.object) ? data.object.payment : undefined;
-  if (!isObject(payment)) throw invalid('the Square payment notification has no data.object.payment', 'data.object.payment', 'expected an object');
-  if (locationId !== undefined && payment.location_id !== locationId) return { events: [], ignored: 1, ignoredWhy: "another location than the integration's location_id" };
+  if (!isObject(payment))
+    throw invalid('the Square payment notification has no data.object.payment', 'data.object.payment', 'expected an object');
+  if (locationId !== undefined && payment.location_id !== locationId)
+    return { events: [], ignored: 1, ignoredWhy: "another location than the integration's location_id" };
   const payload: Record<string, unknown> = { event_id, event_type: type };
   if (payment.id !== undefined) payload.payment_id = payment.id;
   for (const field of ['amount_money', 'status', 'location_id', 'customer_id'] as const) {
@@ -39,7 +43,10 @@ export const squareReceiver: Receiver = {
   verify(config, req) {
     const key = configString(config, 'webhook_signature_key');
     const url = configString(config, 'notification_url');
-    if (!key || !url) throw refused('this Square integration has no webhook_signature_key and notification_url: set both from the Square Developer Dashboard webhook subscription');
+    if (!key || !url)
+      throw refused(
+        'this Square integration has no webhook_signature_key and notification_url: set both from the Square Developer Dashboard webhook subscription',
+      );
     const given = header(req, SQUARE_SIGNATURE_HEADER);
     if (!given) throw refused(`the ${SQUARE_SIGNATURE_HEADER} header is missing`);
     if (!safeEqual(given.trim(), squareSignature(key, url, req.rawBody))) {

@@ -42,13 +42,15 @@ export function verkadaSignature(secret: string, rawBody: string, timestamp: str
 export function mapVerkada(body: unknown): Mapped {
   if (!isObject(body)) throw invalid('the Verkada webhook must be a JSON object', 'body', 'expected an object');
   const { webhook_type, webhook_id, created_at, data } = body;
-  if (typeof webhook_type !== 'string' || webhook_type === '') throw invalid('the Verkada webhook has no webhook_type', 'webhook_type', 'required');
+  if (typeof webhook_type !== 'string' || webhook_type === '')
+    throw invalid('the Verkada webhook has no webhook_type', 'webhook_type', 'required');
   if (webhook_type !== 'sensor_alert') return { events: [], ignored: 1, ignoredWhy: 'a webhook type without telemetry' };
   if (!isObject(data)) throw invalid('the Verkada sensor_alert has no data object', 'data', 'expected an object');
   if (typeof data.reading !== 'string') throw invalid('the Verkada sensor_alert has no data.reading', 'data.reading', 'required');
   const field = Object.hasOwn(READINGS, data.reading) ? READINGS[data.reading] : undefined;
   if (!field) return { events: [], ignored: 1, ignoredWhy: 'a sensor reading without a telemetry key' };
-  if (typeof data.most_extreme_value !== 'number') throw invalid('the Verkada sensor_alert has no numeric data.most_extreme_value', 'data.most_extreme_value', 'expected a number');
+  if (typeof data.most_extreme_value !== 'number')
+    throw invalid('the Verkada sensor_alert has no numeric data.most_extreme_value', 'data.most_extreme_value', 'expected a number');
   const payload: Record<string, unknown> = { [field]: data.most_extreme_value };
   if (typeof data.device_id === 'string') payload.device_id = data.device_id;
   const timestamp = isoFromEpochSeconds(created_at) ?? isoFromEpochSeconds(data.start_time) ?? created_at;
@@ -56,7 +58,12 @@ export function mapVerkada(body: unknown): Mapped {
     type: 'environment',
     timestamp,
     payload,
-    event_id: eventIdFrom('verkada', [webhook_type, typeof webhook_id === 'string' ? webhook_id : undefined, typeof data.alert_event_id === 'string' ? data.alert_event_id : undefined, String(created_at)]),
+    event_id: eventIdFrom('verkada', [
+      webhook_type,
+      typeof webhook_id === 'string' ? webhook_id : undefined,
+      typeof data.alert_event_id === 'string' ? data.alert_event_id : undefined,
+      String(created_at),
+    ]),
   };
   return { events: [event], ignored: 0 };
 }
@@ -65,7 +72,10 @@ export const verkadaReceiver: Receiver = {
   connector: 'verkada',
   verify(config, req) {
     const secret = configString(config, 'webhook_secret');
-    if (!secret) throw refused("this Verkada integration has no webhook_secret: set config.webhook_secret to the shared secret of the webhook in Verkada Command");
+    if (!secret)
+      throw refused(
+        'this Verkada integration has no webhook_secret: set config.webhook_secret to the shared secret of the webhook in Verkada Command',
+      );
     const given = header(req, VERKADA_SIGNATURE_HEADER);
     if (!given) throw refused('the Verkada-Signature header is missing');
     const match = /^\s*(\d{1,12})\|([0-9a-fA-F]+)\s*$/.exec(given);

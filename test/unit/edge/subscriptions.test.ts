@@ -43,7 +43,9 @@ const VENUE_B = '33333333-3333-4333-8333-333333333333';
 function setup(limits = { WS_MAX_BUFFERED_BYTES: 1000, WS_MAX_SUBSCRIPTIONS: 3 }) {
   const counters = newCounters();
   const warnings: unknown[] = [];
-  const registry = new Subscriptions<Subscriber & { ws: FakeSocket }>(limits, counters, { warn: (...args: unknown[]) => void warnings.push(args) } as never);
+  const registry = new Subscriptions<Subscriber & { ws: FakeSocket }>(limits, counters, {
+    warn: (...args: unknown[]) => void warnings.push(args),
+  } as never);
   const connect = (operatorId: string) => {
     const conn = { operatorId, open: true, ws: new FakeSocket(), subs: null };
     registry.join(conn);
@@ -100,8 +102,14 @@ describe('the subscription registry', () => {
     push(entry(OP_A, VENUE_A), { ...entry(OP_A, VENUE_A, {}), eventType: 'alarm', alarm: { id: 'x', kind: 'created' } });
     expect(conn.ws.json()).toEqual([
       { cmdId: 1, data: { venueId: VENUE_A, eventType: 'entry', metrics: { entries: 1 }, time: '2026-11-23T01:09:59.000Z' } },
-      { cmdId: 1, data: { venueId: VENUE_A, eventType: 'alarm', metrics: {}, alarm: { id: 'x', kind: 'created' }, time: '2026-11-23T01:09:59.000Z' } },
-      { cmdId: 2, data: { venueId: VENUE_A, eventType: 'alarm', metrics: {}, alarm: { id: 'x', kind: 'created' }, time: '2026-11-23T01:09:59.000Z' } },
+      {
+        cmdId: 1,
+        data: { venueId: VENUE_A, eventType: 'alarm', metrics: {}, alarm: { id: 'x', kind: 'created' }, time: '2026-11-23T01:09:59.000Z' },
+      },
+      {
+        cmdId: 2,
+        data: { venueId: VENUE_A, eventType: 'alarm', metrics: {}, alarm: { id: 'x', kind: 'created' }, time: '2026-11-23T01:09:59.000Z' },
+      },
     ]);
     // One corked write for the whole batch.
     expect(conn.ws.corks).toBe(1);
@@ -149,7 +157,10 @@ describe('the subscription registry', () => {
     const fits = Math.floor(400 / size);
     // The push that crossed the limit went out (uWS buffered it); none after it, and it is not counted.
     expect(slow.ws.sent).toHaveLength(fits + 1);
-    expect(slow.ws.ended).toEqual({ code: CLOSE.SLOW_CONSUMER, reason: 'SLOW_CONSUMER: more than 400 bytes unread; reconnect and read faster' });
+    expect(slow.ws.ended).toEqual({
+      code: CLOSE.SLOW_CONSUMER,
+      reason: 'SLOW_CONSUMER: more than 400 bytes unread; reconnect and read faster',
+    });
     expect(counters.closedSlow).toBe(1);
     expect(warnings).toHaveLength(1);
     // The healthy connection on the same venue got every push.
@@ -168,7 +179,8 @@ describe('the subscription registry', () => {
 
     const replies = connect(OP_B);
     replies.ws.reading = false;
-    for (let i = 0; i < 5 && !replies.ws.ended; i++) registry.send(replies, { cmdId: i, type: 'subscribed', entityId: VENUE_B, keys: ['entries'] });
+    for (let i = 0; i < 5 && !replies.ws.ended; i++)
+      registry.send(replies, { cmdId: i, type: 'subscribed', entityId: VENUE_B, keys: ['entries'] });
     expect(replies.ws.ended?.code).toBe(CLOSE.SLOW_CONSUMER);
     expect(replies.ws.sent.length).toBeGreaterThan(1);
     expect(counters.closedSlow).toBe(2);

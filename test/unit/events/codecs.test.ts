@@ -2,8 +2,26 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decodeAlarmEvent, encodeAlarmEvent, type AlarmEvent } from '../../../lib/events/alarms.js';
-import { decodeConnectorHealthChange, decodeIngestReport, decodeOccupancyUpdate, encodeConnectorHealthChange, encodeIngestReport, encodeOccupancyUpdate, type ConnectorHealthChange, type IngestReport, type OccupancyUpdate } from '../../../lib/events/derived.js';
-import { decodeEventMessage, decodeEventsOfTypes, decodeStateEntry, encodeEventMessages, encodeStateEntry, EVENT_TYPES_HEADER, MAX_EVENT_MESSAGE_BYTES } from '../../../lib/events/wire.js';
+import {
+  decodeConnectorHealthChange,
+  decodeIngestReport,
+  decodeOccupancyUpdate,
+  encodeConnectorHealthChange,
+  encodeIngestReport,
+  encodeOccupancyUpdate,
+  type ConnectorHealthChange,
+  type IngestReport,
+  type OccupancyUpdate,
+} from '../../../lib/events/derived.js';
+import {
+  decodeEventMessage,
+  decodeEventsOfTypes,
+  decodeStateEntry,
+  encodeEventMessages,
+  encodeStateEntry,
+  EVENT_TYPES_HEADER,
+  MAX_EVENT_MESSAGE_BYTES,
+} from '../../../lib/events/wire.js';
 import { event } from '../support/events.js';
 
 const operatorId = randomUUID();

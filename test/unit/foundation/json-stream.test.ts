@@ -13,7 +13,11 @@ const rowsIn = (rows: unknown[], size: number): Readable => {
 
 describe('a JSON object made of JSONEachRow streams', () => {
   const series = {
-    temperature: [{ ts: 60_000, value: 20.5 }, { ts: 120_000, value: null }, { ts: 180_000, value: 1e-7 }],
+    temperature: [
+      { ts: 60_000, value: 20.5 },
+      { ts: 120_000, value: null },
+      { ts: 180_000, value: 1e-7 },
+    ],
     noise: [],
     co2: [{ ts: 60_000, value: 415 }],
   };

@@ -51,9 +51,12 @@ describe('event timestamps', () => {
 });
 
 describe('MAC addresses', () => {
-  it.each(['AA:BB:CC:DD:EE:FF', 'aa-bb-cc-dd-ee-ff', 'aabb.ccdd.eeff', 'AABBCCDDEEFF', ' aa:bb:cc:dd:ee:ff '])('reads %s as aa:bb:cc:dd:ee:ff', (text) => {
-    expect(canonicalMac(text)).toBe('aa:bb:cc:dd:ee:ff');
-  });
+  it.each(['AA:BB:CC:DD:EE:FF', 'aa-bb-cc-dd-ee-ff', 'aabb.ccdd.eeff', 'AABBCCDDEEFF', ' aa:bb:cc:dd:ee:ff '])(
+    'reads %s as aa:bb:cc:dd:ee:ff',
+    (text) => {
+      expect(canonicalMac(text)).toBe('aa:bb:cc:dd:ee:ff');
+    },
+  );
 
   it.each(['aa:bb:cc:dd:ee', 'aa:bb:cc:dd:ee:ff:00', 'gg:bb:cc:dd:ee:ff', '', 'not a mac'])('refuses %j', (text) => {
     expect(canonicalMac(text)).toBeUndefined();

@@ -28,15 +28,28 @@ describe('the error form of log lines', () => {
 
   it("keeps kafkajs's fields: retriable, type, broker, code and the original error", () => {
     // kafkajs builds it from the broker's decoded error; its typings only admit Error | string.
-    const decoded = { message: 'This server does not host this topic-partition', type: 'UNKNOWN_TOPIC_OR_PARTITION', code: 3, retriable: true };
+    const decoded = {
+      message: 'This server does not host this topic-partition',
+      type: 'UNKNOWN_TOPIC_OR_PARTITION',
+      code: 3,
+      retriable: true,
+    };
     const protocol = logged(new KafkaJSProtocolError(decoded as unknown as Error));
     expect(protocol).toMatchObject({ name: 'KafkaJSProtocolError', retriable: true, code: 3 });
     expect(protocol.stack).toContain('KafkaJSProtocolError');
 
-    const connection = new KafkaJSConnectionError('Connection error: connect ECONNREFUSED', { broker: 'localhost:9092', code: 'ECONNREFUSED' });
+    const connection = new KafkaJSConnectionError('Connection error: connect ECONNREFUSED', {
+      broker: 'localhost:9092',
+      code: 'ECONNREFUSED',
+    });
     const retries = logged(new KafkaJSNumberOfRetriesExceeded(connection, { retryCount: 5, retryTime: 3000 }));
     expect(retries).toMatchObject({ name: 'KafkaJSNumberOfRetriesExceeded', retriable: false, retryCount: 5, retryTime: 3000 });
-    expect(retries.cause).toMatchObject({ name: 'KafkaJSConnectionError', broker: 'localhost:9092', code: 'ECONNREFUSED', retriable: true });
+    expect(retries.cause).toMatchObject({
+      name: 'KafkaJSConnectionError',
+      broker: 'localhost:9092',
+      code: 'ECONNREFUSED',
+      retriable: true,
+    });
 
     const wrapped = logged(Object.assign(new Error('publish failed'), { originalError: connection }));
     expect(wrapped.originalError).toMatchObject({ type: 'KafkaJSConnectionError', broker: 'localhost:9092' });

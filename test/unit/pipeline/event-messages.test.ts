@@ -2,17 +2,28 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalEventSchema, checkCanonicalEvent, type CanonicalEvent } from '../../../lib/events/canonical.js';
-import { decodeEventMessage, decodeEventsOfTypes, encodeEventMessages, EVENT_TYPES_HEADER, MAX_EVENT_MESSAGE_BYTES } from '../../../lib/events/wire.js';
+import {
+  decodeEventMessage,
+  decodeEventsOfTypes,
+  encodeEventMessages,
+  EVENT_TYPES_HEADER,
+  MAX_EVENT_MESSAGE_BYTES,
+} from '../../../lib/events/wire.js';
 import { MAX_TS_MS, METRIC_NAMES } from '../../../lib/events/vocabulary.js';
 import { event } from '../support/events.js';
 
 const operatorId = randomUUID();
 const venueId = randomUUID();
-const at = (i: number, e: Partial<CanonicalEvent> = {}) => event({ operatorId, venueId, ts: 1_700_000_000_000 + i, receivedAt: 1_700_000_100_000, ...e });
+const at = (i: number, e: Partial<CanonicalEvent> = {}) =>
+  event({ operatorId, venueId, ts: 1_700_000_000_000 + i, receivedAt: 1_700_000_100_000, ...e });
 
 describe('events-topic messages (lib/events/wire.ts)', () => {
   it('hold a request’s events in order, split only past the size limit, each message naming its types', () => {
-    const small = [at(0, { type: 'entry', metrics: { entries: 1 } }), at(1, { type: 'exit', metrics: { exits: 1 } }), at(2, { type: 'entry' })];
+    const small = [
+      at(0, { type: 'entry', metrics: { entries: 1 } }),
+      at(1, { type: 'exit', metrics: { exits: 1 } }),
+      at(2, { type: 'entry' }),
+    ];
     const [one, ...rest] = encodeEventMessages(small);
     expect(rest).toEqual([]);
     expect(one!.headers[EVENT_TYPES_HEADER]).toBe('entry,exit');
@@ -21,7 +32,9 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
     // 1,000 events with 2 KB payloads (about 2.3 MB) and 1,000 typical ones (about 400 KB): every
     // message well below V8's large-object size (128 KB), none nearly empty, the order kept.
     for (const bytes of [2000, 100]) {
-      const big = Array.from({ length: 1000 }, (_, i) => at(i, { type: i % 2 ? 'device_seen' : 'environment', payload: { blob: 'x'.repeat(bytes) } }));
+      const big = Array.from({ length: 1000 }, (_, i) =>
+        at(i, { type: i % 2 ? 'device_seen' : 'environment', payload: { blob: 'x'.repeat(bytes) } }),
+      );
       const messages = encodeEventMessages(big);
       for (const m of messages) expect(m.value.length).toBeLessThanOrEqual(MAX_EVENT_MESSAGE_BYTES);
       for (const m of messages.slice(0, -1)) expect(m.value.length).toBeGreaterThan(MAX_EVENT_MESSAGE_BYTES / 4);
@@ -49,10 +62,15 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
     const events = [at(0), at(1, { zoneId: randomUUID() }), at(2, { venueId: other }), at(3, { venueId: other, receivedAt: 5 })];
     const messages = encodeEventMessages(events);
     // A new message wherever operator, venue, connector or receivedAt change.
-    expect(messages.map((m) => decodeEventMessage(m.value).map((d) => d.event))).toEqual([[events[0], events[1]], [events[2]], [events[3]]]);
+    expect(messages.map((m) => decodeEventMessage(m.value).map((d) => d.event))).toEqual([
+      [events[0], events[1]],
+      [events[2]],
+      [events[3]],
+    ]);
     const sent = JSON.parse(messages[0]!.value.toString());
     expect(sent).toMatchObject({ operatorId, venueId, connectorType: events[0]!.connectorType, receivedAt: events[0]!.receivedAt });
-    for (const element of sent.events) expect(Object.keys(element).sort()).toEqual(['device', 'id', 'metrics', 'payload', 'randomizedMac', 'ts', 'type', 'zoneId']);
+    for (const element of sent.events)
+      expect(Object.keys(element).sort()).toEqual(['device', 'id', 'metrics', 'payload', 'randomizedMac', 'ts', 'type', 'zoneId']);
 
     // The envelope is checked once: a bad shared field fails every element with its reason.
     const bad = Buffer.from(JSON.stringify({ ...sent, venueId: 'nope' }));
@@ -63,25 +81,76 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
     expect(good!.event).toEqual(events[0]);
     expect(broken!.error).toBe('ts: must be epoch milliseconds before 2100');
     const letter = decodeEventMessage(Buffer.from(JSON.stringify(broken!.raw)));
-    expect(letter).toEqual([{ error: 'ts: must be epoch milliseconds before 2100', raw: { ...sent.events[1], ts: 'soon', operatorId, venueId, connectorType: events[0]!.connectorType, receivedAt: events[0]!.receivedAt } }]);
+    expect(letter).toEqual([
+      {
+        error: 'ts: must be epoch milliseconds before 2100',
+        raw: {
+          ...sent.events[1],
+          ts: 'soon',
+          operatorId,
+          venueId,
+          connectorType: events[0]!.connectorType,
+          receivedAt: events[0]!.receivedAt,
+        },
+      },
+    ]);
     // The element's own copies of the shared fields do not override the envelope.
     const spoofed = Buffer.from(JSON.stringify({ ...sent, events: [{ ...sent.events[0], operatorId: other, venueId: other }] }));
     expect(decodeEventMessage(spoofed)[0]!.event).toEqual(events[0]);
-    expect(decodeEventsOfTypes({ value: mixed }, new Set(['device_seen', 'entry', 'exit', 'occupancy', 'environment'] as const))).toEqual({ events: [events[0]], invalid: 1 });
+    expect(decodeEventsOfTypes({ value: mixed }, new Set(['device_seen', 'entry', 'exit', 'occupancy', 'environment'] as const))).toEqual({
+      events: [events[0]],
+      invalid: 1,
+    });
   });
 
   it('check events by hand exactly as the contract’s zod schema does, on generated JSON', () => {
-    const fields = ['id', 'operatorId', 'venueId', 'zoneId', 'connectorType', 'type', 'ts', 'receivedAt', 'device', 'randomizedMac', 'metrics', 'payload', 'extra'];
+    const fields = [
+      'id',
+      'operatorId',
+      'venueId',
+      'zoneId',
+      'connectorType',
+      'type',
+      'ts',
+      'receivedAt',
+      'device',
+      'randomizedMac',
+      'metrics',
+      'payload',
+      'extra',
+    ];
     const edgy = fc.oneof(
       fc.jsonValue(),
-      fc.constantFrom(randomUUID(), randomUUID().toUpperCase(), '00000000-0000-0000-0000-000000000000', 'a'.repeat(32), 'A'.repeat(32), 'meraki', 'heartbeat', 'nope', ''),
+      fc.constantFrom(
+        randomUUID(),
+        randomUUID().toUpperCase(),
+        '00000000-0000-0000-0000-000000000000',
+        'a'.repeat(32),
+        'A'.repeat(32),
+        'meraki',
+        'heartbeat',
+        'nope',
+        '',
+      ),
       fc.constantFrom(0, -1, 1.5, MAX_TS_MS - 1, MAX_TS_MS, 2 ** 53, Number.MAX_SAFE_INTEGER, true, false, null, [], {}),
-      fc.dictionary(fc.constantFrom(...METRIC_NAMES, 'bogus', 'constructor', 'toString'), fc.oneof(fc.double(), fc.integer(), fc.string(), fc.constant(null)), { maxKeys: 4 }),
+      fc.dictionary(
+        fc.constantFrom(...METRIC_NAMES, 'bogus', 'constructor', 'toString'),
+        fc.oneof(fc.double(), fc.integer(), fc.string(), fc.constant(null)),
+        { maxKeys: 4 },
+      ),
     );
     const mutation = fc.array(fc.record({ field: fc.constantFrom(...fields), drop: fc.boolean(), value: edgy }), { maxLength: 3 });
     fc.assert(
       fc.property(mutation, (changes) => {
-        const e: Record<string, unknown> = { ...at(1, { type: 'device_seen', device: 'b'.repeat(32), zoneId: randomUUID(), metrics: { occupancy: 3 }, payload: { rssi: -60 } }) };
+        const e: Record<string, unknown> = {
+          ...at(1, {
+            type: 'device_seen',
+            device: 'b'.repeat(32),
+            zoneId: randomUUID(),
+            metrics: { occupancy: 3 },
+            payload: { rssi: -60 },
+          }),
+        };
         for (const c of changes) {
           if (c.drop) delete e[c.field];
           else e[c.field] = c.value;

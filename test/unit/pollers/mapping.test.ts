@@ -16,9 +16,15 @@ const accepted = (connector: 'unifi' | 'verkada' | 'aruba', events: unknown[]) =
 describe('cursor of a latest-state feed', () => {
   it('takes records past the cursor, and records of the cursor second not yet published', () => {
     const r = (id: string, at: number) => ({ id, at });
-    expect(pastCursor([r('b', 10), r('a', 10), r('c', 5)], undefined)).toEqual({ fresh: [r('c', 5), r('a', 10), r('b', 10)], cursor: { at: 10, ids: ['a', 'b'] } });
+    expect(pastCursor([r('b', 10), r('a', 10), r('c', 5)], undefined)).toEqual({
+      fresh: [r('c', 5), r('a', 10), r('b', 10)],
+      cursor: { at: 10, ids: ['a', 'b'] },
+    });
     // c is older, a already published at 10; d is new at the cursor's very second.
-    expect(pastCursor([r('a', 10), r('c', 9), r('d', 10)], { at: 10, ids: ['a', 'b'] })).toEqual({ fresh: [r('d', 10)], cursor: { at: 10, ids: ['a', 'b', 'd'] } });
+    expect(pastCursor([r('a', 10), r('c', 9), r('d', 10)], { at: 10, ids: ['a', 'b'] })).toEqual({
+      fresh: [r('d', 10)],
+      cursor: { at: 10, ids: ['a', 'b', 'd'] },
+    });
     expect(pastCursor([r('a', 10)], { at: 10, ids: ['a'] })).toEqual({ fresh: [], cursor: { at: 10, ids: ['a'] } });
     expect(pastCursor([r('a', 12)], { at: 10, ids: ['a'] })).toEqual({ fresh: [r('a', 12)], cursor: { at: 12, ids: ['a'] } });
   });
@@ -29,7 +35,17 @@ describe('UniFi stat/sta → device_seen', () => {
     const t = Math.floor(NOW / 1000) - 60;
     const { events, cursor, skipped } = mapUnifiClients(
       [
-        { mac: 'AA-BB-CC-00-11-22', ap_mac: 'f0:9f:c2:aa:bb:01', essid: 'Guest', rssi: 35, signal: -61, first_seen: t - 100, last_seen: t, is_guest: true, hostname: 'laptop' } as never,
+        {
+          mac: 'AA-BB-CC-00-11-22',
+          ap_mac: 'f0:9f:c2:aa:bb:01',
+          essid: 'Guest',
+          rssi: 35,
+          signal: -61,
+          first_seen: t - 100,
+          last_seen: t,
+          is_guest: true,
+          hostname: 'laptop',
+        } as never,
         { mac: 'aabb.cc00.1133', last_seen: t - 5, rssi: -80 },
         { mac: 'garbage', last_seen: t },
         { mac: 'aa:bb:cc:00:11:44' },
@@ -40,12 +56,25 @@ describe('UniFi stat/sta → device_seen', () => {
     );
     expect(skipped).toBe(3);
     expect(events).toEqual([
-      { type: 'device_seen', timestamp: new Date((t - 5) * 1000).toISOString(), event_id: `unifi:id(aa:bb:cc:00:11:33):${t - 5}`, payload: { mac: 'aa:bb:cc:00:11:33', last_seen: t - 5, rssi: -80 } },
+      {
+        type: 'device_seen',
+        timestamp: new Date((t - 5) * 1000).toISOString(),
+        event_id: `unifi:id(aa:bb:cc:00:11:33):${t - 5}`,
+        payload: { mac: 'aa:bb:cc:00:11:33', last_seen: t - 5, rssi: -80 },
+      },
       {
         type: 'device_seen',
         timestamp: new Date(t * 1000).toISOString(),
         event_id: `unifi:id(aa:bb:cc:00:11:22):${t}`,
-        payload: { mac: 'aa:bb:cc:00:11:22', last_seen: t, ap_mac: 'f0:9f:c2:aa:bb:01', essid: 'Guest', rssi: -61, is_guest: true, first_seen: t - 100 },
+        payload: {
+          mac: 'aa:bb:cc:00:11:22',
+          last_seen: t,
+          ap_mac: 'f0:9f:c2:aa:bb:01',
+          essid: 'Guest',
+          rssi: -61,
+          is_guest: true,
+          first_seen: t - 100,
+        },
       },
     ]);
     expect(cursor).toEqual({ at: t, ids: ['id(aa:bb:cc:00:11:22)'] });
@@ -62,7 +91,18 @@ describe('Verkada trends → entry/exit', () => {
     const { events, until } = mapVerkadaTrends(
       'cam-1',
       {
-        presets: [{ preset_id: 'door', trend_in: [[cur - 2700, cur - 1800, 4], [cur - 1800, cur - 900, 0], [cur - 900, cur, 2], [cur, cur + 900, 5]], trend_out: [[cur - 3600, cur - 2700, 9], 'x', [cur - 1800, cur - 900, 3]] }],
+        presets: [
+          {
+            preset_id: 'door',
+            trend_in: [
+              [cur - 2700, cur - 1800, 4],
+              [cur - 1800, cur - 900, 0],
+              [cur - 900, cur, 2],
+              [cur, cur + 900, 5],
+            ],
+            trend_out: [[cur - 3600, cur - 2700, 9], 'x', [cur - 1800, cur - 900, 3]],
+          },
+        ],
       },
       cur - 2700,
       nowS,
@@ -77,12 +117,19 @@ describe('Verkada trends → entry/exit', () => {
     expect(events[0]!.timestamp).toBe(new Date((cur - 2700) * 1000).toISOString());
     expect(accepted('verkada', events).errors).toEqual([]);
     // A preset id that could not stand in an event id is hashed there (the payload keeps it).
-    const long = mapVerkadaTrends('cam-3', { presets: [{ preset_id: 'Entrée principale '.repeat(3), trend_in: [[cur - 1800, cur - 900, 2]] }] }, 0, nowS).events;
+    const long = mapVerkadaTrends(
+      'cam-3',
+      { presets: [{ preset_id: 'Entrée principale '.repeat(3), trend_in: [[cur - 1800, cur - 900, 2]] }] },
+      0,
+      nowS,
+    ).events;
     expect(long[0]!.event_id).toMatch(new RegExp(`^verkada:cam-3:h[0-9a-f]{16}:${cur - 1800}:in$`));
     expect(long[0]!.payload.line_id).toBe('Entrée principale '.repeat(3));
     expect(accepted('verkada', long).errors).toEqual([]);
     // Top-level trends (one line): preset "all".
-    expect(mapVerkadaTrends('cam-2', { trend_out: [[cur - 1800, cur - 900, 1]] }, 0, nowS).events[0]!.event_id).toBe(`verkada:cam-2:all:${cur - 1800}:out`);
+    expect(mapVerkadaTrends('cam-2', { trend_out: [[cur - 1800, cur - 900, 1]] }, 0, nowS).events[0]!.event_id).toBe(
+      `verkada:cam-2:all:${cur - 1800}:out`,
+    );
   });
 });
 
@@ -91,7 +138,10 @@ describe('Aruba ALE presence → device_seen', () => {
     const ts = Math.floor(NOW / 1000) - 30;
     const { events, skipped } = mapAlePresence(
       [
-        { msg: { sta_eth_mac: { addr: 'DA:A1:19:0B:7C:2E' }, associated: true, ap_name: 'AP-1', radio_mac: { addr: '00:24:6C:AA:BB:CC' } }, ts },
+        {
+          msg: { sta_eth_mac: { addr: 'DA:A1:19:0B:7C:2E' }, associated: true, ap_name: 'AP-1', radio_mac: { addr: '00:24:6C:AA:BB:CC' } },
+          ts,
+        },
         { hashed_sta_eth_mac: 'AB'.repeat(20), associated: false, ts: ts + 1 },
         { msg: { sta_eth_mac: { addr: 'nope' } }, ts },
         { msg: { hashed_sta_eth_mac: 'ab'.repeat(20) } },
@@ -117,7 +167,9 @@ describe('timers and URLs', () => {
   });
 
   it('names a URL without query string or credentials', () => {
-    expect(describeUrl(new URL('https://user:pw@ctrl.example:8443/api/s/x/stat/sta?token=abc'))).toBe('https://ctrl.example:8443/api/s/x/stat/sta');
+    expect(describeUrl(new URL('https://user:pw@ctrl.example:8443/api/s/x/stat/sta?token=abc'))).toBe(
+      'https://ctrl.example:8443/api/s/x/stat/sta',
+    );
   });
 });
 

@@ -4,7 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decodeConnectorHealthChange, encodeIngestReport, type ConnectorHealthChange, type IngestReport } from '../../../lib/events/derived.js';
+import {
+  decodeConnectorHealthChange,
+  encodeIngestReport,
+  type ConnectorHealthChange,
+  type IngestReport,
+} from '../../../lib/events/derived.js';
 import { createHealthProcessor, SNAPSHOT_EVERY_MS, type HealthState } from '../../../pipeline/processors/health.js';
 import type { InputMessage } from '../../../pipeline/processors/processor.js';
 import { Driver, FakeVenues, venueInfo } from './fakes.js';
