@@ -11,23 +11,19 @@ export const PROCESS_ENTRIES = {
 export type ServiceProcess = keyof typeof PROCESS_ENTRIES;
 
 /**
- * The api streams answers of a megabyte and more (a week of minute telemetry is 1.35 MB). V8
- * counts those buffers against the old generation's limit, which it keeps close to the api's small
- * live heap (~25 MB), so it ran a full mark-compact every one or two such answers, 10-40 ms each:
- * the tail of the telemetry latency. A 128 MB initial old space keeps the limit above a burst of
- * answers (0 mark-compacts in 60 of them instead of 15-20). The flag cannot be set through
- * NODE_OPTIONS nor at run time, hence this list.
+ * The api streams answers of a megabyte and more, and V8 counts those buffers against an old
+ * generation limit it keeps close to the api's small live heap: without headroom, a full
+ * mark-compact lands in the tail of the telemetry latency. The flag cannot be set through
+ * NODE_OPTIONS nor at run time, hence this list. Measurements: benchmarks/README.md#benchquery.
  */
 const API_HEAP = '--initial-old-space-size=128';
 
 /**
- * 64 MB semi-spaces instead of V8's default 16 MB: fewer, not longer, young-generation collections.
- * The pipeline holds each fetched batch (decoded events, rows) for up to PIPELINE_BATCH_MS while it
- * writes: at 16 MB that work outlived two scavenges, was promoted and then collected again by the
- * old generation; at 64 MB most of it dies young (~10 % less pipeline CPU per event in
- * bench:ingest, ~40 MB more RSS). A 1,000-event ingest request allocates megabytes: at 16 MB a
- * scavenge overlapped a quarter of the requests at half the maximum ingest rate, at 64 MB an
- * eighth, and /ingest p50 / p95 fell by about 2 / 4 ms (benchmarks/README.md, 2026-11-26).
+ * Larger semi-spaces: fewer, not longer, young-generation collections. The pipeline holds each
+ * fetched batch for up to PIPELINE_BATCH_MS while it writes, and a 1,000-event ingest request
+ * allocates megabytes; with V8's default young generation that work is promoted and collected
+ * twice, and scavenges overlap more requests. Trade-off and figures: docs/decisions.md (Node
+ * flags), benchmarks/README.md#benchingest.
  */
 const LARGE_YOUNG = '--max-semi-space-size=64';
 
@@ -41,8 +37,8 @@ export const NODE_FLAGS: Record<ServiceProcess, string[]> = {
  * glibc's allocator settings for every service process (read at start, so set by the launcher).
  * By default a buffer over 128 KB (a request body, a Kafka produce request or fetch response, an
  * INSERT chunk run) gets its own mmap, returned on free, and every page of it faults again on the
- * next one: on our VMs allocating and filling 1 MB cost 1.1 ms that way and 0.03 ms from memory
- * the heap keeps. Up to 16 MB comes from the heap, which keeps up to 128 MB free at its top.
+ * next one. Up to 16 MB comes from the heap, which keeps up to 128 MB free at its top. Cost of the
+ * mmap path: benchmarks/README.md#benchingest.
  */
 export const PROCESS_ENV: Readonly<Record<string, string>> = {
   MALLOC_MMAP_THRESHOLD_: String(16 * 1024 * 1024),
@@ -52,9 +48,9 @@ export const PROCESS_ENV: Readonly<Record<string, string>> = {
 /**
  * CPU priority (nice) where the processes share a machine. The pipeline's work is batch work that
  * Kafka buffers: it runs on what the api and the edge leave, so a burst of it (a batch of inserts,
- * a processor's transaction) no longer delays the answer to an ingest request or a push. On this
- * 2-core box at half the maximum ingest rate, /ingest p99 went from 260 to 125 ms with the
- * same queryable lag; under overload the pipeline falls behind instead of the api.
+ * a processor's transaction) does not delay the answer to an ingest request or a push; under
+ * overload the pipeline falls behind instead of the api. Effect on /ingest latency:
+ * benchmarks/README.md#benchingest.
  */
 export const NICE: Record<ServiceProcess, number> = { api: 0, edge: 0, pipeline: 10 };
 

@@ -171,8 +171,8 @@ export const jsonEachRowChunks = (rows: readonly object[]): Generator<Buffer> =>
 /**
  * One INSERT whose body is streamed in the chunks given. The client's own insert joins every row
  * of a batch into one string first: thousands of rows make a string and a buffer of megabytes,
- * which V8 and the allocator each place (and page-fault) on their own; encoding in chunks costs
- * less than half (benchmarks/README.md).
+ * which V8 and the allocator each place (and page-fault) on their own. Chunks stay small enough to
+ * avoid that (figures: benchmarks/README.md#benchingest).
  */
 async function insertBody(ch: Ch, query: string, body: Iterable<Buffer>): Promise<void> {
   const { stream } = await ch.exec({ query, values: Readable.from(body, { objectMode: false }) });
@@ -202,7 +202,8 @@ export function tsvStringArray(values: readonly string[]): string {
 
 /**
  * One INSERT of `rows` into `table` as TabSeparated, `line` writing one row in `columns` order:
- * no column name repeated per row, as JSONEachRow does (benchmarks/README.md, bench:insert-format).
+ * no column name repeated per row, as JSONEachRow does
+ * (benchmarks/README.md#raw-events-into-clickhouse-as-tabseparated-2026-11-27-issue-30).
  */
 export async function insertTsv<T>(
   ch: Ch,

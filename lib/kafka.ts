@@ -36,8 +36,9 @@ const BOUNDED_RETRIES_WARNING = 'Limiting retries for the idempotent producer ma
 /**
  * For transactional producers (the stream processors): a transaction started right after the
  * previous commit is answered CONCURRENT_TRANSACTIONS until the broker has written the commit's
- * markers, a few milliseconds later. kafkajs retries it with the client's back-off; starting at
- * 200 ms that capped a processor at a few transactions a second under a steady trickle of input.
+ * markers, a few milliseconds later. kafkajs retries it with the client's back-off, so a short
+ * first retry keeps a processor from being capped at a few transactions a second under a trickle of
+ * input (docs/reliability.md#what-fuzzing-and-the-chaos-runner-found-and-what-changed).
  */
 export const TRANSACTIONAL_RETRY: RetryOptions = { retries: 10, initialRetryTime: 20, maxRetryTime: 2000 };
 
@@ -183,8 +184,8 @@ const keyedPartitioner: ICustomPartitioner = () => {
 
 /**
  * kafkajs groups a send's messages by partition in time quadratic in their number (it copies the
- * partition's list for every message: 10,000 messages cost 144 ms); sends of at most this many
- * keep it linear.
+ * partition's list for every message); sends of at most this many keep it linear. Cost at 10,000
+ * messages: benchmarks/README.md#benchingest.
  */
 export const MAX_MESSAGES_PER_SEND = 500;
 
@@ -268,18 +269,18 @@ export interface PublisherOptions {
  * kafkajs does not advance that producer's sequence numbers: the next batch it sent would reuse
  * them and the broker could drop it as a duplicate while acknowledging it. So a producer whose
  * send failed is never used again (a fresh one, with a new producer id, takes its place), and no
- * other batch was queued behind it, which is why a producer never carries two batches at once
- * (the chaos runner lost three acknowledged batches to exactly that while Kafka restarted). A send
- * that completes after its caller was told it failed leaves the producer usable.
+ * other batch was queued behind it, which is why a producer never carries two batches at once:
+ * a queued batch could be acknowledged and lost (docs/reliability.md#results). A send that
+ * completes after its caller was told it failed leaves the producer usable.
  */
 export function createPublisher(kafka: Kafka, log: Logger, opts: PublisherOptions = {}): Publisher {
   const deadlineMs = opts.deadlineMs ?? 5000;
   const size = opts.concurrency ?? 4;
-  // Measured with 1,000-event batches on a local broker: gzip costs more CPU than it saves.
+  // Compression costs more CPU than the socket write it saves (benchmarks/README.md#benchingest).
   const compression = CompressionTypes.None;
   // About 5.5 s of back-off (0.1, 0.2, 0.4, 0.8, then 1 s each), so the deadline ends a send, not
-  // the count: a partition whose leader died is retried until it has a new one (about 3 s on the
-  // local cluster, docs/scaling.md) instead of failing after the first second. Still bounded: a
+  // the count: a partition whose leader died is retried until it has a new one (about 3 s,
+  // docs/scaling.md#kafka) instead of failing after the first second. Still bounded: a
   // refused send stops being retried about when its deadline has passed.
   const make = () => createProducer(kafka, { retries: 8, initialRetryTime: 100, maxRetryTime: 1000 });
   let closed = false;

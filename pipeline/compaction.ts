@@ -27,10 +27,10 @@ export interface Compaction {
  * Merges each closed partition of the telemetry rollups that holds more than one part into one,
  * newest first (the most queried), at most `limit` a run. A query reads at least a granule of
  * every part it touches, and ClickHouse's background merges leave a partition in several parts
- * once its writes stop: one key over 7 days at 1 minute took ClickHouse 27.6 ms on the benchmark's
- * data as loaded and 15.6 ms merged (benchmarks/README.md). Merging an AggregatingMergeTree's parts
- * changes no answer. A partition that cannot be merged now is logged and left for the next run;
- * `signal` stops the run, without waiting for the merge in hand (shutdown).
+ * once its writes stop, so an unmerged partition costs every query more
+ * (docs/telemetry.md#compaction). Merging an AggregatingMergeTree's parts changes no answer. A
+ * partition that cannot be merged now is logged and left for the next run; `signal` stops the run,
+ * without waiting for the merge in hand (shutdown).
  */
 export async function compactClosedPartitions(
   ch: Ch,

@@ -57,8 +57,9 @@ export function eventTsvLine(r: EventRow): string {
 export const eventTsvChunks = (rows: readonly EventRow[]): Generator<Buffer> => lineChunks(rows, eventTsvLine);
 
 /**
- * One INSERT of raw events (and, through the views, of every telemetry table), as TabSeparated:
- * about half the bytes of JSONEachRow and 40 % less CPU to build (bench:insert-format).
+ * One INSERT of raw events (and, through the views, of every telemetry table), as TabSeparated: no
+ * column names repeated per row, so fewer bytes and less CPU to build than JSONEachRow on the
+ * sink's hottest path (benchmarks/README.md#raw-events-into-clickhouse-as-tabseparated-2026-11-27-issue-30).
  */
 export async function insertEvents(ch: Ch, rows: readonly EventRow[]): Promise<void> {
   await insertTsv(ch, 'events', EVENT_COLUMNS, rows, eventTsvLine);
@@ -111,7 +112,8 @@ const uuidList = (ids: string[]) =>
 
 /**
  * The candidate ids as one string split server-side: ClickHouse parses a list of thousands of
- * `toUUID('…')` constants slower than it runs the lookup itself (about 40 of 90 ms for 2,000 ids).
+ * `toUUID('…')` constants slower than it runs the lookup itself, enough to keep a sink that has
+ * fallen behind from catching up (docs/reliability.md#what-fuzzing-and-the-chaos-runner-found-and-what-changed).
  */
 const uuidSet = (ids: string[]) =>
   ids.length
@@ -137,8 +139,9 @@ export type StoredIdCandidate = Pick<EventRow, 'event_id' | 'operator_id' | 'ven
  * Which of the candidates' event ids are already stored. Looked up in chunks (a sink batch of
  * thousands of derived ids would otherwise exceed max_query_size and fail on every retry), each
  * chunk a run of one venue's candidates in time order, so it reads only that venue's minutes. Cut
- * any other way, every chunk read the whole batch's venues and time range again: a sink that had
- * fallen behind took larger batches, and each of their events cost more to check.
+ * any other way, every chunk would read the whole batch's venues and time range again, and a sink
+ * that has fallen behind (larger batches) would pay more per event to check just when it must
+ * catch up.
  */
 export async function storedEventIds(ch: Ch, candidates: StoredIdCandidate[]): Promise<Set<string>> {
   const sorted = [...candidates].sort((a, b) => (a.venue_id < b.venue_id ? -1 : a.venue_id > b.venue_id ? 1 : a.ts - b.ts));

@@ -146,8 +146,9 @@ export function telemetrySeriesSql(q: SeriesQuery): ChSql {
 
 /**
  * A telemetry query reads a few granules of a few parts, and the same ones again for the next
- * question on the venue: keeping their decompressed blocks saves ~1 ms of a minute series' ~10 in
- * 18.16 (the server's `uncompressed_cache_size` bounds it; a read of over a million rows skips it).
+ * question on the venue: keeping their decompressed blocks spares decompressing them again (the
+ * server's `uncompressed_cache_size` bounds it; a read of over a million rows skips it; figures:
+ * benchmarks/README.md#benchquery).
  */
 const READ_SETTINGS = { use_uncompressed_cache: 1 } as const;
 

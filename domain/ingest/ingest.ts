@@ -238,7 +238,7 @@ export async function publishReport(deps: Pick<IngestDeps, 'publisher' | 'log'>,
 
 /**
  * A heartbeat naming an integration counts for that integration's health: it must be an active
- * integration of this venue and of this connector type (issue 15: never another operator's).
+ * integration of this venue and of this connector type (never another operator's: a heartbeat must not vouch for a foreign integration).
  */
 async function checkHeartbeatIntegrations(
   db: Db,

@@ -15,10 +15,11 @@ import type { EventType } from './vocabulary.js';
  * sink dead-letters one event that way, so replaying a dead letter repeats nothing). Runs of about
  * 32 KB, not one event per message: Kafka clients, the sink and the processors pay their
  * per-message costs once per run. Not one message per request either: on V8 a string or buffer
- * over 128 KB is a large object, allocated and page-faulted on its own, and stringifying, decoding
- * and parsing a 500 KB request costs 3 to 20 times what the same events cost in 32 KB runs
- * (benchmarks/README.md). Each message carries the distinct event types it holds in the
- * `event-types` header, so a consumer that wants a few types skips the others unread.
+ * over 128 KB is a large object, allocated and page-faulted on its own, which makes a whole
+ * request several times dearer to handle than the same events in runs
+ * (docs/events.md#the-canonical-event-kafka-topic-prefixeventsv1). Each message carries the
+ * distinct event types it holds in the `event-types` header, so a consumer that wants a few types
+ * skips the others unread.
  */
 export const EVENT_TYPES_HEADER = 'event-types';
 /** No message is larger, unless a single event is: well below V8's large-object size even as a two-byte string. */

@@ -2,10 +2,9 @@
  * How a processor's state entries are laid out in its compacted changelog topic, per partition
  * (docs/processors.md#the-changelog).
  *
- * One Kafka record per entry cost about 20 µs of CPU each (kafkajs encodes every record on its own,
- * the broker stores and indexes it); for visits, one per device seen, that was a third of the
- * pipeline. So the entries a transaction writes go into a few large records keyed by *slot*
- * (`#slot:<n>`) instead:
+ * Every Kafka record has a fixed CPU cost (kafkajs encodes each on its own, the broker stores and
+ * indexes it), which one record per entry paid once per device seen (figures in the doc). So the
+ * entries a transaction writes go into a few large records keyed by *slot* (`#slot:<n>`) instead:
  *
  * - A slot's record supersedes its previous one: it carries again every live entry whose latest
  *   value was in that previous record, so compaction, which keeps each slot's latest record, never
@@ -16,8 +15,8 @@
  *   again, every other slot has been written since, so no retained record holds the old value.
  * - The ring grows so that a slot carries about ENTRIES_PER_SLOT live entries: a transaction's cost
  *   is its changes plus one slot's worth, whatever the size of the state.
- * - Records of the layout before slots (one per entry, keyed by the entry) are read as before; the
- *   first write after a restore moves their entries into slots and deletes the old records.
+ * - Records of the per-entry layout (keyed by the entry) are still read, so an existing changelog
+ *   restores; the first write after a restore moves their entries into slots and deletes them.
  */
 export const SLOT_KEY_PREFIX = '#slot:';
 /** A slot record's size above which the next entry goes to another slot (brokers refuse 1 MB by default). */

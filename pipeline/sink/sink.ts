@@ -13,33 +13,23 @@ export type { Decoded, SinkOptions, SinkRow, SinkStats, SinkTarget, Undecodable 
 /**
  * A sink: one Kafka topic → one ClickHouse table (and, through its materialized views, the tables
  * derived from it), in large batches, with an exactly-once effect. The events sink (raw events)
- * and the processors' output sinks are instances of it, each with its own `SinkTarget`. See
- * docs/pipeline.md.
+ * and the processors' output sinks are instances of it, each with its own `SinkTarget`. What the
+ * loop guarantees, and why, in docs/pipeline.md:
  *
- * Batching. kafkajs calls eachBatch once per partition per fetch, and fetches again only after
- * every batch of the previous fetch returned. Batches are accumulated in memory across partitions
- * and fetches: each call adds its messages to the pending batch and resolves their offsets (so the
- * next fetch moves on; with autoCommit off kafkajs never commits by itself), and returns at once
- * while the partition has more to read. The pending batch is written when it holds `batchRows`
- * rows or is `batchMs` old; a call whose partition is caught up waits for that deadline itself, so
- * the tail of a burst is written too. Every write happens inside an eachBatch call, and kafkajs
- * rejoins the group after a rebalance only once those calls returned: a write never overlaps a
- * new owner's writes of the same partition. The run uses as many concurrent partitions as the
- * topic has, so all batches of one fetch share one write.
- *
- * Exactly-once effect. Offsets are committed only after the rows are in ClickHouse. Rows carry
- * their Kafka topic/partition/offset; after a (re)assignment or a failed write, the positions of
- * the rows about to be written are looked up in the raw table first and stored ones are skipped,
- * so a replay never stores a message twice. Writes are serialized. Events whose id is derived
- * from a vendor event id (re-deliveries) are also dropped when that id is already stored.
- *
- * Pausing. While ClickHouse (or Postgres, or the dead-letter topic) is unavailable the write is
- * retried with backoff inside the call that owns it, heartbeating in between: kafkajs fetches
- * nothing meanwhile (the consumer is paused in effect), keeps its group membership, and the sink
- * resumes by itself when the write succeeds. Nothing is committed until then.
- *
- * Poison messages (undecodable, schema-invalid, unknown venue, venue of another operator) go to
- * the dead-letter topic with the reason and their origin in headers, then are committed past.
+ * - Batches accumulate across partitions and fetches until `batchRows` rows or `batchMs` (a call
+ *   whose partition is caught up waits for that deadline itself, so the tail of a burst is written
+ *   too). Every write happens inside an eachBatch call, and kafkajs rejoins after a rebalance only
+ *   once those calls returned: a write never overlaps a new owner's writes of the same partition
+ *   (#batching).
+ * - Offsets are committed only after the rows are in ClickHouse; after a (re)assignment or a failed
+ *   write the positions already stored are looked up and skipped, as are re-delivered vendor event
+ *   ids, so a replay stores nothing twice (#offsets-replays-and-the-exactly-once-effect). Writes
+ *   are serialized.
+ * - While ClickHouse, Postgres or the dead-letter topic is away the write is retried inside the call
+ *   that owns it, heartbeating: kafkajs fetches nothing meanwhile, keeps the membership, and nothing
+ *   is committed (#pausing-while-clickhouse-is-unavailable).
+ * - Poison messages go to the dead-letter topic with their reason, then are committed past
+ *   (#poison-messages--dead-letter-topic).
  *
  * Beside this loop: `target.ts` (what a sink is given), `decode.ts` (messages → rows or dead
  * letters), `pending.ts` (the batch held, and its split into inserts), `stored.ts` (the look-up of

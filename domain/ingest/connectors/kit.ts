@@ -84,7 +84,7 @@ export function eventType<S extends Fields>(
     })
     .transform((p): Normalised => {
       // zod's output is this parse's own object (only the declared keys it was given), so the zone
-      // reference is taken out of it in place: an object rest copy per event cost more than its checks.
+      // reference is taken out of it in place: an object rest copy per event would cost more than its checks.
       const payload = p as Record<string, unknown>;
       const { zone_id, zone } = payload;
       if (zone_id !== undefined) delete payload.zone_id;
