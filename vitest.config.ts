@@ -1,5 +1,33 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * e2e files that run alone, after the others: they drop or rewrite data of every tenant (retention,
+ * compaction, schema upgrades), drive the stack script, or measure timing that a second file on
+ * the 2 cores would skew (pings, start-up within a deadline, kill -9 recovery, load).
+ */
+const SERIAL = [
+  'test/pipeline/retention.test.ts',
+  'test/pipeline/compaction.test.ts',
+  'test/pipeline/schema-upgrades.test.ts',
+  'test/foundation/migrations.test.ts',
+  'test/derive/upgrade.test.ts',
+  'test/foundation/stack-*.test.ts',
+  'test/foundation/startup-logs.test.ts',
+  'test/reliability/chaos-short.test.ts',
+  'test/derive/backfill-under-load.test.ts',
+  'test/edge/limits.test.ts',
+  'test/processors/crash.test.ts',
+  'test/cluster/*.test.ts',
+  'test/foundation/kafka-cluster.test.ts',
+];
+
+const e2e = {
+  include: ['test/**/*.test.ts'],
+  globalSetup: ['test/support/global-setup.ts'],
+  testTimeout: 60_000,
+  hookTimeout: 180_000,
+};
+
 export default defineConfig({
   test: {
     reporters: ['default'],
@@ -21,15 +49,22 @@ export default defineConfig({
       },
       {
         test: {
+          ...e2e,
           name: 'e2e',
-          include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**', '**/node_modules/**'],
-          globalSetup: ['test/support/global-setup.ts'],
-          // One file at a time: the suites share one real stack on a 2-core machine.
-          // (`fileParallelism` is a whole-run option in vitest 3, so a single fork does it per project.)
+          exclude: ['test/unit/**', ...SERIAL, '**/node_modules/**'],
+          setupFiles: ['test/support/worker-env.ts'],
+          // scripts/test.mjs runs this project two files at a time (vitest 3 takes the worker count
+          // only for a whole run): most of an e2e file's time is waiting (for a consumer group, a
+          // session timeout, a batch interval), so two share the 2 cores well.
+        },
+      },
+      {
+        test: {
+          ...e2e,
+          name: 'e2e-serial',
+          include: SERIAL,
+          // One file at a time, alone on the machine (see SERIAL).
           poolOptions: { forks: { singleFork: true } },
-          testTimeout: 60_000,
-          hookTimeout: 180_000,
         },
       },
     ],

@@ -83,7 +83,8 @@ async function lint() {
 // `node scripts/test.mjs -- file` passes the `--` through; vitest would take what follows for options.
 const args = process.argv.slice(2).filter((a, i) => !(i === 0 && a === '--'));
 if (args.length > 0) {
-  const run = vitest('args', args);
+  // One file at a time unless told otherwise: the SERIAL files must not meet another.
+  const run = vitest('args', args.some((a) => a.startsWith('--maxWorkers')) ? args : ['--maxWorkers=1', '--minWorkers=1', ...args]);
   if (run.counts) console.log(`vitest: ${countsLine(run.counts)}`);
   process.exit(run.ok ? 0 : 1);
 }
@@ -91,7 +92,17 @@ if (args.length > 0) {
 console.log('lint: ESLint and Prettier…');
 const linted = await lint();
 const unit = vitest('unit', ['--project', 'unit']);
-const e2e = vitest('e2e', ['--project', 'e2e']);
+// The e2e files that must run alone (vitest.config.ts SERIAL) follow the others, which run two at a time.
+const e2eRuns = [
+  vitest('e2e', ['--project', 'e2e', '--maxWorkers=2', '--minWorkers=1']),
+  vitest('e2e-serial', ['--project', 'e2e-serial', '--maxWorkers=1', '--minWorkers=1']),
+];
+const e2e = {
+  ok: e2eRuns.every((r) => r.ok),
+  counts: e2eRuns.every((r) => r.counts)
+    ? Object.fromEntries(['passed', 'failed', 'skipped'].map((k) => [k, e2eRuns.reduce((n, r) => n + r.counts[k], 0)]))
+    : null,
+};
 const total = { passed: 0, failed: 0, skipped: 0 };
 for (const run of [unit, e2e]) for (const k of Object.keys(total)) total[k] += run.counts?.[k] ?? 0;
 
