@@ -80,20 +80,7 @@ export async function newTenant(db: Db, plan: Plan, timezones: string[]): Promis
   return { operatorId: op!.id, venueIds };
 }
 
-export function event(e: Pick<CanonicalEvent, 'operatorId' | 'venueId' | 'ts'> & Partial<CanonicalEvent>): CanonicalEvent {
-  return {
-    id: randomUUID(),
-    zoneId: null,
-    connectorType: 'meraki',
-    type: 'environment',
-    receivedAt: e.ts + 500,
-    device: null,
-    randomizedMac: false,
-    metrics: {},
-    payload: {},
-    ...e,
-  };
-}
+export { event } from '../unit/support/events.js';
 
 /** A device pseudonym (32 hex digits, as ingest derives them) standing for `name`. */
 export const deviceId = (name: string): string => createHash('md5').update(name).digest('hex');
