@@ -16,6 +16,7 @@ const SERIAL = [
   'test/reliability/chaos-short.test.ts',
   'test/derive/backfill-under-load.test.ts',
   'test/edge/limits.test.ts',
+  'test/edge/process.test.ts',
   'test/processors/crash.test.ts',
   'test/cluster/*.test.ts',
   'test/foundation/kafka-cluster.test.ts',
