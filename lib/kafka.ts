@@ -123,16 +123,21 @@ export async function subscribeWhenKnown(consumer: Consumer, subscription: Consu
  * a partition it was just given (a new topic answers `ListOffsets` so for a moment, and kafkajs's
  * admin does not retry it).
  */
-export async function topicEndOffsets(admin: Admin, topic: string, timeoutMs = 30_000): Promise<Map<number, string>> {
+/** `admin.fetchTopicOffsets`, retried while the error is retriable: a topic created a moment ago may answer "not the leader". */
+export async function topicOffsets(admin: Admin, topic: string, timeoutMs = 30_000): ReturnType<Admin['fetchTopicOffsets']> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      return new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, o.high]));
+      return await admin.fetchTopicOffsets(topic);
     } catch (err) {
       if (!(err as { retriable?: boolean }).retriable || Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+}
+
+export async function topicEndOffsets(admin: Admin, topic: string, timeoutMs = 30_000): Promise<Map<number, string>> {
+  return new Map((await topicOffsets(admin, topic, timeoutMs)).map((o) => [o.partition, o.high]));
 }
 
 /**

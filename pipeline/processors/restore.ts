@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
-import { consumerOptions, subscribeWhenKnown } from '../../lib/kafka.js';
+import { consumerOptions, subscribeWhenKnown, topicOffsets } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { ChangelogLayout } from './changelog.js';
 import { PartitionTask } from './partition-task.js';
@@ -75,7 +75,7 @@ export async function restoreTasks<S>(opts: RestoreOptions<S>): Promise<{ tasks:
  */
 async function restorePartitions<S>(opts: RestoreOptions<S>): Promise<{ restored: Map<number, RestoredPartition<S>>; entries: number }> {
   const { kafka, admin, processor, changelog, log } = opts;
-  const ends = new Map((await admin.fetchTopicOffsets(changelog)).map((o) => [o.partition, { low: BigInt(o.low), high: BigInt(o.high) }]));
+  const ends = new Map((await topicOffsets(admin, changelog)).map((o) => [o.partition, { low: BigInt(o.low), high: BigInt(o.high) }]));
   const restored = new Map<number, RestoredPartition<S>>(
     opts.partitions.map((p) => [
       p,

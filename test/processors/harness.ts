@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Admin, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import { testConfig } from '../support/env.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
-import { createKafka, createProducer } from '../../lib/kafka.js';
+import { createKafka, createProducer, topicEndOffsets } from '../../lib/kafka.js';
 import { derivedTopicNames, ensureTopology, type DerivedTopics, type Topics } from '../../lib/topology.js';
 import { encodeEventMessages } from '../../lib/events/wire.js';
 import { type CanonicalEvent } from '../../lib/events/canonical.js';
@@ -130,11 +130,12 @@ export async function committedToEnd(admin: Admin, groupId: string, topic: strin
   await waitFor(
     `${groupId} at the end of ${topic}`,
     async () => {
-      const ends = await admin.fetchTopicOffsets(topic);
+      // A topic created a moment ago may answer "not the leader" once: topicEndOffsets retries that.
+      const ends = await topicEndOffsets(admin, topic);
       const [group] = await admin.fetchOffsets({ groupId, topics: [topic] });
-      return ends.every((e) => {
-        const c = Number(group!.partitions.find((p) => p.partition === e.partition)?.offset ?? -1);
-        return Number(e.high) === 0 || c >= Number(e.high);
+      return [...ends].every(([partition, high]) => {
+        const c = Number(group!.partitions.find((p) => p.partition === partition)?.offset ?? -1);
+        return Number(high) === 0 || c >= Number(high);
       });
     },
     timeoutMs,
