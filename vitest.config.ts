@@ -54,9 +54,9 @@ export default defineConfig({
           name: 'e2e',
           exclude: ['test/unit/**', ...SERIAL, '**/node_modules/**'],
           setupFiles: ['test/support/worker-env.ts'],
-          // scripts/test.mjs runs this project two files at a time (vitest 3 takes the worker count
-          // only for a whole run): most of an e2e file's time is waiting (for a consumer group, a
-          // session timeout, a batch interval), so two share the 2 cores well.
+          // Ready to run two files at a time (a worker count of 2 in scripts/test.mjs; vitest 3 takes it
+          // only for a whole run): most of an e2e file's time is waiting. Held at one until every file
+          // is safe beside another (docs/contributing.md#tests-and-lint).
         },
       },
       {
