@@ -1,6 +1,6 @@
 import type { Kafka, Producer } from 'kafkajs';
 import type { Ch } from '../../clickhouse/client.js';
-import type { DerivedTopics } from '../../lib/topology.js';
+import type { DerivedTopics, StatefulProcessor } from '../../lib/topology.js';
 import { LogThrottle } from '../../lib/log-throttle.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Queryable } from '../../postgres/client.js';
@@ -56,8 +56,11 @@ interface ProcessorDeps {
 
 /** A stream processor and the sink writing its output topic to ClickHouse. */
 interface Registration {
-  /** What `only` selects; also names its sink's consumer group (`<prefix>.sink.<name>`). */
-  name: string;
+  /**
+   * What `only` selects; also names its sink's consumer group (`<prefix>.sink.<name>`). One of
+   * lib/topology.ts's STATEFUL_PROCESSORS, which gives the processor its changelog topic.
+   */
+  name: StatefulProcessor;
   input(opts: ProcessorSetOptions): string;
   output(opts: ProcessorSetOptions): string;
   target: SinkTarget<SinkRow>;
