@@ -11,6 +11,24 @@ let other: TestOperator;
 let berlin: { id: string };
 let tokyo: { id: string };
 
+/**
+ * "Today" is the venue's local day: a run within minutes of a venue's local midnight would see its
+ * events fall on yesterday. Each venue takes the first of its zones whose local time is at least
+ * half an hour from midnight (two zones at least an hour apart always leave one).
+ */
+function awayFromMidnight(...zones: string[]): string {
+  const minutes = (zone: string) => {
+    const [h, m] = new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+      .format(Date.now())
+      .split(':')
+      .map(Number);
+    return h! * 60 + m!;
+  };
+  return zones.find((z) => minutes(z) >= 30 && minutes(z) <= 23 * 60 + 30) ?? zones[zones.length - 1]!;
+}
+const berlinZone = awayFromMidnight('Europe/Berlin', 'Asia/Kolkata');
+const tokyoZone = awayFromMidnight('Asia/Tokyo', 'America/New_York');
+
 const post = (path: string, key: string, json: unknown) => request(`${stack.api.url}${path}`, { key, json });
 const ingest = async (key: string, venueId: string, connector: string, events: unknown[]) => {
   const res = await post('/ingest', key, { venue_id: venueId, connector_type: connector, events });
@@ -36,8 +54,8 @@ beforeAll(async () => {
   stack = await startServiceStack('portfolio');
   op = await newOperator(stack.api, 'pro');
   other = await newOperator(stack.api, 'pro');
-  berlin = await newVenue(stack.api, op.key, { name: 'Berlin Store', timezone: 'Europe/Berlin' });
-  tokyo = await newVenue(stack.api, op.key, { name: 'Tokyo Cafe', timezone: 'Asia/Tokyo' });
+  berlin = await newVenue(stack.api, op.key, { name: 'Berlin Store', timezone: berlinZone });
+  tokyo = await newVenue(stack.api, op.key, { name: 'Tokyo Cafe', timezone: tokyoZone });
   await newVenue(stack.api, other.key, { name: 'Not yours', timezone: 'Europe/Berlin' });
   for (const zone of [
     { slug: 'door', name: 'Door', type: 'entrance', capacity: 100 },
@@ -118,7 +136,7 @@ describe('GET /api/dashboard/portfolio', () => {
     const [b, t] = body.venues;
     expect(b).toMatchObject({
       id: berlin.id,
-      timezone: 'Europe/Berlin',
+      timezone: berlinZone,
       occupancy: { value: 5, capacity: 100, percent: 5 },
       alarms: { CRITICAL: 1, MAJOR: 0, MINOR: 0, WARNING: 0 },
       // Density sends; Verkada, created a moment ago and silent, is within its grace.
@@ -127,7 +145,7 @@ describe('GET /api/dashboard/portfolio', () => {
       avg_dwell_seconds_today: 300,
     });
     expect(Date.now() - Date.parse(b.occupancy.updated_at)).toBeLessThan(120_000);
-    expect(b.local_day).toBe(new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(now));
+    expect(b.local_day).toBe(new Intl.DateTimeFormat('en-CA', { timeZone: berlinZone }).format(now));
     expect(t).toMatchObject({
       occupancy: { value: 0, capacity: null, percent: null, updated_at: null },
       alarms: { CRITICAL: 0, MAJOR: 0, MINOR: 0, WARNING: 0 },
@@ -135,7 +153,7 @@ describe('GET /api/dashboard/portfolio', () => {
       events_today: 3,
       avg_dwell_seconds_today: null,
     });
-    expect(t.local_day).toBe(new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Tokyo' }).format(now));
+    expect(t.local_day).toBe(new Intl.DateTimeFormat('en-CA', { timeZone: tokyoZone }).format(now));
   });
 
   it('shows each operator only its own venues, and is refused without a key', async () => {

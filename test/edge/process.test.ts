@@ -88,8 +88,12 @@ describe('the edge process', () => {
   });
 
   it("never locks an operator out after a crash: the dead edge's leases lapse after WS_LEASE_TTL_MS", async () => {
-    const ttl = 4000;
+    // Leases are refreshed every TTL/3, so the first can lapse 2/3 of a TTL after the kill: the
+    // second edge is up before the kill, so the first reconnect is not late on a slow machine.
+    const ttl = 6000;
     const edge = await spawnEdge({ WS_LEASE_TTL_MS: String(ttl) });
+    const next = await startTestEdge({ WS_LEASE_TTL_MS: String(ttl) });
+    edges.push(next);
     const op = await newOperator(api);
     const conns = [];
     for (let i = 0; i < 10; i++) conns.push(track(await Client.connected(edge.url, op.key)));
@@ -98,8 +102,6 @@ describe('the edge process', () => {
     const killedAt = Date.now();
     for (const c of conns) expect((await c.waitClose()).code).toBe(1006);
 
-    const next = await startTestEdge({ WS_LEASE_TTL_MS: String(ttl) });
-    edges.push(next);
     let admitted: Client | undefined;
     let refusals = 0;
     while (!admitted && Date.now() - killedAt < ttl + 5000) {
