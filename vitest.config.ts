@@ -54,9 +54,9 @@ export default defineConfig({
           name: 'e2e',
           exclude: ['test/unit/**', ...SERIAL, '**/node_modules/**'],
           setupFiles: ['test/support/worker-env.ts'],
-          // Ready to run two files at a time (a worker count of 2 in scripts/test.mjs; vitest 3 takes it
-          // only for a whole run): most of an e2e file's time is waiting. Held at one until every file
-          // is safe beside another (docs/contributing.md#tests-and-lint).
+          // Two files at a time (the worker count is in scripts/test.mjs; vitest 3 takes it only for a
+          // whole run): most of an e2e file's time is waiting. Each worker has its own Postgres
+          // database, topics and Redis keys (worker-env.ts).
         },
       },
       {

@@ -94,9 +94,7 @@ const linted = await lint();
 const unit = vitest('unit', ['--project', 'unit']);
 // The e2e files that must run alone (vitest.config.ts SERIAL) follow the others, which run two at a time.
 const e2eRuns = [
-  // One worker until every e2e file is safe beside another: /health's global counts and the pollers'
-  // Postgres leases (any pipeline process polls every tenant's integrations) still are not.
-  vitest('e2e', ['--project', 'e2e', '--maxWorkers=1', '--minWorkers=1']),
+  vitest('e2e', ['--project', 'e2e', '--maxWorkers=2', '--minWorkers=2']),
   vitest('e2e-serial', ['--project', 'e2e-serial', '--maxWorkers=1', '--minWorkers=1']),
 ];
 const e2e = {

@@ -10,6 +10,7 @@ import { createDb } from '../../postgres/client.js';
 import { migratePostgres } from '../../postgres/migrate.js';
 import { createCh } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
+import { TEST_WORKERS, workerDb } from './workers.js';
 
 const STALE_MS = 2 * 60 * 60 * 1000;
 const runId = Date.now().toString(36);
@@ -77,13 +78,18 @@ export default async function setup(): Promise<() => Promise<void>> {
   const db = createDb(cfg, 2);
   await migratePostgres(db);
   await db.end();
+  // One copy of the migrated database per e2e worker (test/support/worker-env.ts): leases, counts and
+  // lists that span every tenant (pollers, /health) then never see another file's rows.
+  for (let w = 1; w <= TEST_WORKERS; w++) await pgAdmin.query(`CREATE DATABASE ${workerDb(dbBase, w, runId)} TEMPLATE ${testDb}`);
   const ch = createCh(cfg, null);
   await migrateClickhouse(serverExecutor(ch), chTestDb);
   await ch.close();
 
   return async () => {
     if (process.env.KEEP_TEST_DATA) return;
-    await pgAdmin.query(`DROP DATABASE IF EXISTS ${testDb} WITH (FORCE)`).catch(() => undefined);
+    for (const name of [testDb, ...Array.from({ length: TEST_WORKERS }, (_, i) => workerDb(dbBase, i + 1, runId))]) {
+      await pgAdmin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+    }
     await pgAdmin.end();
     await chAdmin.command({ query: `DROP DATABASE IF EXISTS ${chTestDb}` }).catch(() => undefined);
     await chAdmin.close();
