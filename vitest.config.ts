@@ -9,6 +9,7 @@ const SERIAL = [
   'test/pipeline/retention.test.ts',
   'test/pipeline/compaction.test.ts',
   'test/pipeline/schema-upgrades.test.ts',
+  'test/pipeline/view-repair.test.ts',
   'test/foundation/migrations.test.ts',
   'test/derive/upgrade.test.ts',
   'test/foundation/stack-*.test.ts',

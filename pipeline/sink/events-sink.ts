@@ -1,5 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { insertEvents, storedEventIds, storedOffsets, type EventRow } from '../../clickhouse/queries/events.js';
+import { repairRollups, repairScopes, serverEngines } from '../../clickhouse/queries/rollup-repair.js';
 import { decodeEventMessage } from '../../lib/events/wire.js';
 import { describeError } from './dead-letter.js';
 import type { Queryable } from '../../postgres/client.js';
@@ -42,6 +43,7 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
       }
       return again;
     },
+    repairViews: (ch, rows) => repairRollups(serverEngines(ch), repairScopes(rows)),
     async afterWrite(rows) {
       // Newest event per venue and connector type: the dashboard's connector lastEventAt reads it.
       const latest = new Map<string, { venueId: string; connectorType: string; at: number }>();

@@ -6,6 +6,7 @@ import { chunks, MAX_INSERT_ROWS, Pending, type Item } from './pending.js';
 import { markRedeliveries, markStored } from './stored.js';
 import type { SinkOptions, SinkRow, SinkStats, SinkTarget } from './target.js';
 import { VenueContexts } from './venue-context.js';
+import { ViewRepairs } from './view-repair.js';
 import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
 
 export type { Decoded, SinkOptions, SinkRow, SinkStats, SinkTarget, Undecodable } from './target.js';
@@ -52,7 +53,18 @@ class Abandoned extends Error {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class Sink<R extends SinkRow> {
-  readonly stats: SinkStats = { inserts: 0, rows: 0, largestInsert: 0, deadLettered: 0, skipped: 0, duplicates: 0, commits: 0 };
+  readonly stats: SinkStats = {
+    inserts: 0,
+    rows: 0,
+    largestInsert: 0,
+    deadLettered: 0,
+    skipped: 0,
+    duplicates: 0,
+    commits: 0,
+    viewRepairs: 0,
+    viewRowsToppedUp: 0,
+    viewRepairsAbandoned: 0,
+  };
   private readonly contexts: VenueContexts;
   private readonly log: Logger;
   private readonly maxRows: number;
@@ -73,6 +85,7 @@ export class Sink<R extends SinkRow> {
   private giveUpAt = Infinity;
   private wake!: () => void;
   private readonly woken = new Promise<void>((resolve) => (this.wake = resolve));
+  private readonly repairs: ViewRepairs<R>;
 
   constructor(
     private readonly opts: SinkOptions,
@@ -82,6 +95,14 @@ export class Sink<R extends SinkRow> {
     this.log = opts.log.child({ component: 'sink', table: target.name });
     this.maxRows = Math.min(opts.batchRows, MAX_INSERT_ROWS);
     this.retry = opts.retry ?? { initialMs: 250, maxMs: 10_000 };
+    this.repairs = new ViewRepairs({
+      ch: opts.ch,
+      topic: opts.topics.events,
+      target,
+      log: this.log,
+      stats: this.stats,
+      enqueue: (step) => void (this.chain = this.chain.catch(() => undefined).then(step)),
+    });
   }
 
   /** Wires the sink to its consumer before the consumer runs: group joins and rewinds. */
@@ -89,7 +110,10 @@ export class Sink<R extends SinkRow> {
     this.consumer = consumer;
     // kafkajs restarts from the committed offsets after every join (no rewind needed); what was
     // held is refetched, and another member may have written our former partitions meanwhile.
-    consumer.on(consumer.events.GROUP_JOIN, () => this.dropUncommitted('group joined', false));
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+      this.dropUncommitted('group joined', false);
+      this.repairs.keepOnly(new Set(payload.memberAssignment[this.opts.topics.events] ?? []));
+    });
   }
 
   readonly eachBatch = async (payload: EachBatchPayload): Promise<void> => {
@@ -129,6 +153,7 @@ export class Sink<R extends SinkRow> {
   async drain(timeoutMs: number): Promise<void> {
     this.draining = true;
     this.giveUpAt = Date.now() + timeoutMs;
+    this.repairs.stop();
     this.wake();
     const consumer = this.consumer;
     try {
@@ -236,8 +261,10 @@ export class Sink<R extends SinkRow> {
     this.stats.duplicates += redelivered;
     todo = todo.filter((i) => !i.done);
     let inserted = 0;
+    let current: Item<R>[] = [];
     try {
       for (const chunk of chunks(todo, this.maxRows, this.target.partitionKey)) {
+        current = chunk;
         const started = performance.now();
         await this.target.insert(
           this.opts.ch,
@@ -254,6 +281,8 @@ export class Sink<R extends SinkRow> {
       // A failed insert may still have stored some or all of its rows (a timeout after the server
       // wrote them, a crash between parts): look before the next attempt.
       for (const i of todo) this.verified.delete(i.partition);
+      // …and its views may have missed what it stored.
+      this.repairs.note(current);
       throw err;
     }
     return inserted;

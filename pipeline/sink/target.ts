@@ -1,6 +1,7 @@
 import type { Producer } from 'kafkajs';
 import type { Ch } from '../../clickhouse/client.js';
 import type { StoredOffsetsQuery } from '../../clickhouse/queries/events.js';
+import type { RollupRepair } from '../../clickhouse/queries/rollup-repair.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Queryable } from '../../postgres/client.js';
 import type { Origin } from './rows.js';
@@ -44,6 +45,8 @@ export interface SinkTarget<R extends SinkRow> {
   redeliveries?(ch: Ch, rows: R[]): Promise<Set<R>>;
   /** After a successful insert, best effort. */
   afterWrite?(rows: R[]): Promise<void>;
+  /** Adds what the table's views miss for these rows, all stored, some by an insert that failed (pipeline/sink/view-repair.ts). */
+  repairViews?(ch: Ch, rows: R[]): Promise<RollupRepair>;
 }
 
 export interface SinkOptions {
@@ -74,4 +77,8 @@ export interface SinkStats {
   /** Re-delivered events (an event id already stored or earlier in the batch) dropped. */
   duplicates: number;
   commits: number;
+  /** Repairs of views after failed inserts, the view rows they topped up, and suspect rows given up. */
+  viewRepairs: number;
+  viewRowsToppedUp: number;
+  viewRepairsAbandoned: number;
 }
