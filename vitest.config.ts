@@ -19,7 +19,6 @@ const SERIAL = [
   'test/edge/limits.test.ts',
   'test/edge/process.test.ts',
   'test/processors/crash.test.ts',
-  'test/cluster/*.test.ts',
   'test/foundation/kafka-cluster.test.ts',
 ];
 

@@ -105,6 +105,11 @@ export class Sink<R extends SinkRow> {
     });
   }
 
+  /** Rows of failed inserts whose views are not checked yet (pipeline/sink/view-repair.ts). */
+  get viewRepairsPending(): number {
+    return this.repairs.pending;
+  }
+
   /** Wires the sink to its consumer before the consumer runs: group joins and rewinds. */
   attach(consumer: Consumer): void {
     this.consumer = consumer;

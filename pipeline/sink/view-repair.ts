@@ -33,6 +33,11 @@ export class ViewRepairs<R extends SinkRow> {
 
   constructor(private readonly opts: ViewRepairOptions<R>) {}
 
+  /** Suspect rows not repaired yet. */
+  get pending(): number {
+    return this.suspects.size;
+  }
+
   /** Rows of an insert that failed. */
   note(items: readonly Item<R>[]): void {
     if (!this.opts.target.repairViews) return;
