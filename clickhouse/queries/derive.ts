@@ -248,3 +248,40 @@ export interface DerivedZoneOccupancyRow extends DerivedOccupancyRow {
 }
 
 export const insertDerivedZoneOccupancy = (ch: Ch, rows: DerivedZoneOccupancyRow[]) => insertRows(ch, 'derived_zone_occupancy', rows);
+
+/** The query of `occupancyBefore`: one row per zone ('' for the venue), `last_at` '0' when the venue has none. */
+export function occupancyBeforeSql(q: { operatorId: string; venueId: string; fromMs: number; beforeMs: number }): ChSql {
+  const scope = chsql`${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+             AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.beforeMs / 1000)}, 'UTC')`;
+  return chsql`SELECT zone_id, last_at, last_value FROM (
+          SELECT '' AS zone_id, toString(max(at)) AS last_at, argMax(value, at) AS last_value
+            FROM (SELECT toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive
+                    FROM derived_occupancy WHERE ${scope} GROUP BY ts, ts_ms HAVING alive = 1)
+          UNION ALL
+          SELECT zone_id, toString(max(at)) AS last_at, argMax(value, at) AS last_value
+            FROM (SELECT zone_id, toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive
+                    FROM derived_zone_occupancy WHERE ${scope} GROUP BY zone_id, ts, ts_ms HAVING alive = 1)
+          GROUP BY zone_id)
+        ORDER BY zone_id`;
+}
+
+/**
+ * The last live point before `beforeMs` of the venue and of each of its zones, looked for in
+ * [fromMs, beforeMs): the figures a recomputation from `beforeMs` on starts from.
+ */
+export async function occupancyBefore(
+  ch: Ch,
+  q: { operatorId: string; venueId: string; fromMs: number; beforeMs: number },
+): Promise<{ venue?: { at: number; value: number }; zones: Map<string, { at: number; value: number }> }> {
+  const rows = await chRows<{ zone_id: string; last_at: string; last_value: number }>(ch, occupancyBeforeSql(q));
+  const zones = new Map<string, { at: number; value: number }>();
+  let venue: { at: number; value: number } | undefined;
+  for (const r of rows) {
+    const point = { at: Number(r.last_at), value: Number(r.last_value) };
+    // No point in the range: the venue's aggregate over no rows gives 0.
+    if (point.at === 0) continue;
+    if (r.zone_id === '') venue = point;
+    else zones.set(r.zone_id, point);
+  }
+  return { venue, zones };
+}

@@ -53,10 +53,10 @@ export interface FlowEffect {
 
 export const applyEffect = (x: number, e: FlowEffect): number => Math.max(x + e.add, e.floor);
 
-/** The figure after each instant of a period's flows (sorted by `compareFlows`), starting from 0. */
-export function periodSeries(flows: readonly Flow[]): Array<{ ts: number; value: number }> {
+/** The figure after each instant of a period's flows (sorted by `compareFlows`), starting from `start` (0 at the period's start). */
+export function periodSeries(flows: readonly Flow[], start = 0): Array<{ ts: number; value: number }> {
   const points: Array<{ ts: number; value: number }> = [];
-  let value = 0;
+  let value = start;
   for (const f of flows) {
     value = f.absolute ? f.amount : Math.max(0, value + f.amount);
     const last = points[points.length - 1];

@@ -3,6 +3,7 @@ import {
   insertDerivedOccupancy,
   insertDerivedVisits,
   insertDerivedZoneOccupancy,
+  occupancyBefore,
   periodFlowEvents,
   periodVisits,
   storedOccupancy,
@@ -121,24 +122,56 @@ export function zoneFlowOf(e: FlowEventRow, zones: Map<string, string>): Flow | 
   return flow && { ts: e.at, id: e.event_id, ...flow };
 }
 
+/** The figures after each instant of flows that continue from a stored figure (no period-start point). */
+function continuedPoints(flows: Flow[], from: number): Array<{ at: number; value: number }> {
+  return periodSeries([...flows].sort(compareFlows), from).map((s) => ({ at: s.ts, value: s.value }));
+}
+
+/** How far back before the first changed instant a recomputation looks for the figures it continues from. */
+export const OCCUPANCY_LOOKBACK_MS = 3_600_000;
+
 /**
  * A period's occupancy history from the raw events, the whole venue's (door events) and each area
- * or counter zone's (its own events), written where it differs from what is stored.
+ * or counter zone's (its own events), written where it differs from what is stored. A figure
+ * depends only on the flows up to its instant, so only the instants from the first changed second
+ * (`seenFrom`) on are recomputed, continuing from the venue's and each zone's last stored figure
+ * before it; where one of them has no stored figure in the hour before, the whole period is.
  */
-export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period): Promise<number> {
-  const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs: p.start, toMs: p.end };
+export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom = p.start): Promise<number> {
+  const from = Math.floor(Math.max(seenFrom, p.start) / 1000) * 1000;
+  const partial = from > p.start ? await recomputeOccupancyFrom(ch, v, p, from) : false;
+  if (partial !== false) return partial;
+  const whole = await recomputeOccupancyOver(ch, v, p, undefined);
+  return whole === false ? 0 : whole;
+}
+
+async function recomputeOccupancyFrom(ch: Ch, v: VenueDeriveContext, p: Period, from: number): Promise<number | false> {
+  const base = await occupancyBefore(ch, {
+    operatorId: v.operatorId,
+    venueId: v.venueId,
+    fromMs: Math.max(p.start, from - OCCUPANCY_LOOKBACK_MS),
+    beforeMs: from,
+  });
+  return recomputeOccupancyOver(ch, v, p, { from, base });
+}
+
+/**
+ * The recomputation over the whole period (`partial` undefined), or from `partial.from` on with
+ * the figures before it; false when a figure a partial one needs is not stored in the look-back.
+ */
+async function recomputeOccupancyOver(
+  ch: Ch,
+  v: VenueDeriveContext,
+  p: Period,
+  partial: { from: number; base: Awaited<ReturnType<typeof occupancyBefore>> } | undefined,
+): Promise<number | false> {
+  const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs: partial?.from ?? p.start, toMs: p.end };
   const [events, stored, storedZones] = await Promise.all([
     periodFlowEvents(ch, range),
     storedOccupancy(ch, range),
     storedZoneOccupancy(ch, range),
   ]);
   const flows = events.map((e) => venueFlowOf(e, v.zones)).filter((f): f is Flow => f !== undefined);
-  const venue = changes(
-    occupancyPoints(flows, p),
-    stored,
-    (x) => String(x.at),
-    (a, b) => a.value === b.value,
-  );
   const zoneFlows = new Map<string, Flow[]>();
   for (const e of events) {
     const f = zoneFlowOf(e, v.zones);
@@ -147,7 +180,21 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
     if (list) list.push(f);
     else zoneFlows.set(e.zone_id, [f]);
   }
-  const computedZones = [...zoneFlows].flatMap(([zone_id, f]) => occupancyPoints(f, p).map((x) => ({ zone_id, ...x })));
+  if (partial) {
+    if (flows.length > 0 && !partial.base.venue) return false;
+    for (const zone of zoneFlows.keys()) if (!partial.base.zones.has(zone)) return false;
+  }
+  const pointsOf = (f: Flow[], start: { value: number } | undefined) =>
+    partial ? continuedPoints(f, start!.value) : occupancyPoints(f, p);
+  const venue = changes(
+    flows.length > 0 ? pointsOf(flows, partial?.base.venue) : [],
+    stored,
+    (x) => String(x.at),
+    (a, b) => a.value === b.value,
+  );
+  const computedZones = [...zoneFlows].flatMap(([zone_id, f]) =>
+    pointsOf(f, partial?.base.zones.get(zone_id)).map((x) => ({ zone_id, ...x })),
+  );
   const zones = changes(
     computedZones,
     storedZones,
@@ -180,6 +227,6 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
 
 /** A venue period whose events in [seenFrom, seenTo] (epoch ms) changed. */
 export async function recomputePeriod(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom: number, seenTo: number): Promise<Written> {
-  const [visits, occupancy] = await Promise.all([recomputeVisits(ch, v, p, seenFrom, seenTo), recomputeOccupancy(ch, v, p)]);
+  const [visits, occupancy] = await Promise.all([recomputeVisits(ch, v, p, seenFrom, seenTo), recomputeOccupancy(ch, v, p, seenFrom)]);
   return { visits, occupancy };
 }

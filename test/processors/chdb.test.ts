@@ -12,7 +12,7 @@ import {
   type HealthRow,
   type OccupancyRow,
 } from '../../clickhouse/queries/derived.js';
-import { periodVisitsSql, type DerivedOccupancyRow, type DerivedVisitRow } from '../../clickhouse/queries/derive.js';
+import { occupancyBeforeSql, periodVisitsSql, type DerivedOccupancyRow, type DerivedVisitRow } from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { dwellInWindowsSql, eventsInWindowsSql, venueOccupanciesSql } from '../../clickhouse/queries/portfolio.js';
 import { activePartitionsSql } from '../../clickhouse/queries/retention.js';
@@ -175,6 +175,21 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
       [base / 1000, 4, 8, base / 1000 + 1200],
       [base / 1000 + 3600, 2, 2, base / 1000 + 4200],
     ]);
+  });
+
+  it('give the figures a partial recomputation continues from: the last live point of the venue and of each zone before an instant', async () => {
+    const q = { operatorId, venueId, fromMs: base };
+    const at = (minute: number) => String(base + minute * 60_000);
+    // Minute 30's 99 is no longer live (version 2); minute 20 holds its newest version, 8.
+    expect(await onBoth(occupancyBeforeSql({ ...q, beforeMs: base + 65 * 60_000 }))).toEqual([
+      { zone_id: '', last_at: at(20), last_value: 8 },
+      { zone_id: zoneId, last_at: at(6), last_value: 1 },
+    ]);
+    expect(await onBoth(occupancyBeforeSql({ ...q, beforeMs: base + 6 * 60_000 }))).toEqual([
+      { zone_id: '', last_at: at(0), last_value: 0 },
+      { zone_id: zoneId, last_at: at(5), last_value: 3 },
+    ]);
+    expect(await onBoth(occupancyBeforeSql({ ...q, beforeMs: base }))).toEqual([{ zone_id: '', last_at: '0', last_value: 0 }]);
   });
 
   it('answer the current figure per zone, dwell buckets, mean dwell, visit days and latest health', async () => {
