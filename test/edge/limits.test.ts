@@ -7,6 +7,7 @@ import { request } from '../support/http.js';
 import { decodeEventMessage, encodeEventMessages, type DecodedEvent } from '../../lib/events/wire.js';
 import { STREAM_SOURCES, type StreamSource } from '../../apps/edge/sources.js';
 import { Client, freePort, ingestDensity, sleep, startTestEdge, type TestEdge } from './support.js';
+import { createMissingTopics } from '../../lib/topology.js';
 
 let api: RunningApi;
 let edge: TestEdge;
@@ -150,7 +151,7 @@ describe('stream sources and scale-out', () => {
     const kafka = new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'edge-test', logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic: extraTopic, numPartitions: 2 }], waitForLeaders: true });
+    await createMissingTopics(admin, [{ topic: extraTopic, numPartitions: 2 }]);
     await admin.disconnect();
     // A second source shaped like the coming occupancy-update topic: one entry in the list.
     const extra: StreamSource<DecodedEvent[]> = {

@@ -5,6 +5,7 @@ import { testConfig } from '../support/env.js';
 import { createDb, one, sql } from '../../postgres/client.js';
 import { createCh, chRows, chsql, insertRows, raw } from '../../clickhouse/client.js';
 import { createRedis } from '../../lib/redis.js';
+import { createMissingTopics } from '../../lib/topology.js';
 
 const cfg = testConfig();
 
@@ -14,7 +15,7 @@ describe('the real engines', () => {
     const topic = `${cfg.KAFKA_TOPIC_PREFIX}.roundtrip.${randomUUID()}`;
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createMissingTopics(admin, [{ topic, numPartitions: 1 }]);
     await admin.disconnect();
 
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig } from '../support/env.js';
 import { createLogger } from '../../lib/logger.js';
 import { runLiveTail, type RunningConsumer } from '../../lib/consumer.js';
+import { createMissingTopics } from '../../lib/topology.js';
 
 const cfg = testConfig();
 const kafka = new Kafka({ brokers: cfg.KAFKA_BROKERS, clientId: 'live-tail-test', logLevel: logLevel.NOTHING });
@@ -26,7 +27,7 @@ const sendRound = (round: string) =>
 beforeAll(async () => {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS }], waitForLeaders: true });
+  await createMissingTopics(admin, [{ topic, numPartitions: PARTITIONS }]);
   await admin.disconnect();
   producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();

@@ -9,6 +9,7 @@ import { startKafkaBroker, type KafkaBroker } from '../support/kafka-broker.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { billingPeriodStart } from '../../domain/limits/quotas.js';
 import { EventTap, ingest, isoAgo, sleep } from './support.js';
+import { createMissingTopics } from '../../lib/topology.js';
 
 // "Broker stopped → 503 and nothing reported as accepted", against a real broker: a throwaway
 // single-node KRaft broker of this file's own (the shared one is never stopped) is started,
@@ -165,7 +166,7 @@ describe('the publisher while the broker stops and starts again', () => {
     const topic = `publisher-restart.${randomUUID()}`;
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+    await createMissingTopics(admin, [{ topic, numPartitions: 3 }]);
     await admin.disconnect();
     const publisher = createPublisher(kafka, createLogger('publisher-test', 'silent'), { deadlineMs: 2000, concurrency: 2 });
     await publisher.connect();

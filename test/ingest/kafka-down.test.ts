@@ -7,6 +7,7 @@ import { billingPeriodStart } from '../../domain/limits/quotas.js';
 import { createKafka, createPublisher } from '../../lib/kafka.js';
 import { createLogger } from '../../lib/logger.js';
 import { EventTap, ingest, isoAgo } from './support.js';
+import { createMissingTopics } from '../../lib/topology.js';
 
 // Two API instances on the same databases: one with the real broker, one whose Kafka is a closed
 // port (the shared broker is never stopped: other suites use it).
@@ -92,7 +93,7 @@ describe('the publisher', () => {
     const topic = `${cfg.KAFKA_TOPIC_PREFIX}.publisher-test.${randomUUID()}`;
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createMissingTopics(admin, [{ topic, numPartitions: 1 }]);
     const publisher = createPublisher(kafka, log, { deadlineMs: 3000 });
     try {
       await publisher.connect();

@@ -13,7 +13,10 @@ import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import { chRows, chsql, createCh, raw, type Ch } from '../../clickhouse/client.js';
 import { createDb, one, sql, type Db } from '../../postgres/client.js';
-import { runEventsSink, type RunningSink, type SinkOptions } from '../../pipeline/sink/events-sink.js';
+import { expect } from 'vitest';
+import { insertEvents, type EventRow } from '../../clickhouse/queries/events.js';
+import { eventsTarget, type RunningSink, type SinkOptions } from '../../pipeline/sink/events-sink.js';
+import { runSink, type SinkTarget } from '../../pipeline/sink/sink.js';
 import type { Plan } from '../../domain/tenants/plans.js';
 
 /** A real stack for sink tests: its own events and dead-letter topics, so offsets and counts are its own. */
@@ -113,8 +116,14 @@ export async function produceRequests(h: Harness, events: CanonicalEvent[], perM
     await h.producer.send({ topic: h.topics.events, acks: -1, messages: messages.slice(i, i + 100) });
 }
 
-export function startSink(h: Harness, groupId: string, opts: Partial<SinkOptions> = {}): Promise<RunningSink> {
-  return runEventsSink(h.kafka, {
+/** The events sink on the harness's topics (or another target of events, e.g. `cutOnceTarget`). */
+export function startSink(
+  h: Harness,
+  groupId: string,
+  opts: Partial<SinkOptions> = {},
+  target: SinkTarget<EventRow> = eventsTarget(h.db),
+): Promise<RunningSink> {
+  return runSink(h.kafka, target, {
     groupId,
     partitions: h.cfg.KAFKA_PARTITIONS,
     ch: h.ch,
@@ -174,7 +183,7 @@ export interface KeyTotals {
 
 /** Per key totals of a rollup table (or `devices`: distinct devices over the whole table) for some venues. */
 export async function rollupTotals(
-  h: Harness,
+  h: Pick<Harness, 'ch'>,
   table: 'telemetry_1m' | 'telemetry_1h' | 'telemetry_1d',
   venueIds: string[],
 ): Promise<Record<string, KeyTotals & { devices: number }>> {
@@ -258,4 +267,50 @@ export async function clickhouseProxy(targetUrl: string): Promise<{ url: string;
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The raw events' views, in every node's database. */
+const EVENT_VIEWS = ['telemetry_1m_mv', 'telemetry_1h_mv', 'telemetry_1d_mv', 'retention_classes_events_mv', 'derive_marks_mv'];
+
+/**
+ * The events target whose first insert stores its raw rows with the views detached on `nodes` (the
+ * run's one server, or every node of a cluster), then fails as a connection reset would: what a
+ * server killed between an insert's raw part and its views' parts leaves
+ * (docs/pipeline.md#materialized-views-and-partial-failure).
+ */
+export function cutOnceTarget(db: Db, nodes: (ch: Ch) => Ch[] = (ch) => [ch]): SinkTarget<EventRow> & { inserts(): number } {
+  let inserts = 0;
+  return {
+    ...eventsTarget(db),
+    /** Inserts tried, the cut one included. */
+    inserts: () => inserts,
+    async insert(ch, rows) {
+      if (inserts++ > 0) return insertEvents(ch, rows);
+      for (const node of nodes(ch)) for (const v of EVENT_VIEWS) await node.command({ query: `DETACH TABLE ${v}` });
+      try {
+        await insertEvents(ch, rows);
+      } finally {
+        for (const node of nodes(ch)) for (const v of EVENT_VIEWS) await node.command({ query: `ATTACH TABLE ${v}` });
+      }
+      throw new Error('connection reset between the raw part and the views');
+    },
+  };
+}
+
+/** Every rollup of the venues holds what the events imply: counts exact, sums to float precision, devices but by day. */
+export async function expectRollupsOf(h: Pick<Harness, 'ch'>, events: CanonicalEvent[], venueIds: string[]): Promise<void> {
+  const want = expectedTotals(events);
+  for (const table of ['telemetry_1m', 'telemetry_1h', 'telemetry_1d'] as const) {
+    const got = await rollupTotals(h, table, venueIds);
+    for (const [key, w] of Object.entries(want)) {
+      if (key === 'devices') {
+        if (table !== 'telemetry_1d') expect(got[key]!.devices, `${table} devices`).toBe(w.devices);
+        continue;
+      }
+      expect(got[key]!.count, `${table} ${key} count`).toBe(w.count);
+      expect(got[key]!.sum, `${table} ${key} sum`).toBeCloseTo(w.sum, 6);
+      expect(got[key]!.min, `${table} ${key} min`).toBe(w.min);
+      expect(got[key]!.max, `${table} ${key} max`).toBe(w.max);
+    }
+  }
 }

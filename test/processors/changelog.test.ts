@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inSends, MAX_BYTES_PER_SEND } from '../../lib/kafka.js';
 import { ChangelogLayout, SLOT_BYTES, SLOT_KEY_PREFIX, type ChangelogRecord } from '../../pipeline/processors/changelog.js';
 import { openProcHarness, waitFor, type ProcHarness } from './harness.js';
+import { createMissingTopics } from '../../lib/topology.js';
 
 /*
  * The changelog layout against a real compacted topic: the entries a processor holds must come
@@ -108,16 +109,7 @@ async function rounds(layout: ChangelogLayout, from: number, to: number): Promis
 beforeAll(async () => {
   h = await openProcHarness();
   topic = `${h.prefix}.changelog-layout`;
-  await h.admin.createTopics({
-    waitForLeaders: true,
-    topics: [
-      {
-        topic,
-        numPartitions: 1,
-        configEntries: [{ name: 'cleanup.policy', value: 'compact' }],
-      },
-    ],
-  });
+  await createMissingTopics(h.admin, [{ topic, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }]);
   // The layout before slots: one record per entry, a deletion included.
   const legacy: ChangelogRecord[] = [];
   for (let i = 0; i < 50; i++) {
