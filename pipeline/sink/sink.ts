@@ -4,7 +4,7 @@ import { deadLetter } from './dead-letter.js';
 import { decodeBatch } from './decode.js';
 import { chunks, MAX_INSERT_ROWS, Pending, type Item } from './pending.js';
 import { markRedeliveries, markStored } from './stored.js';
-import type { SinkOptions, SinkRow, SinkStats, SinkTarget } from './target.js';
+import { newSinkStats, type SinkOptions, type SinkRow, type SinkStats, type SinkTarget } from './target.js';
 import { VenueContexts } from './venue-context.js';
 import { ViewRepairs } from './view-repair.js';
 import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
@@ -53,18 +53,7 @@ class Abandoned extends Error {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class Sink<R extends SinkRow> {
-  readonly stats: SinkStats = {
-    inserts: 0,
-    rows: 0,
-    largestInsert: 0,
-    deadLettered: 0,
-    skipped: 0,
-    duplicates: 0,
-    commits: 0,
-    viewRepairs: 0,
-    viewRowsToppedUp: 0,
-    viewRepairsAbandoned: 0,
-  };
+  readonly stats: SinkStats = newSinkStats();
   private readonly contexts: VenueContexts;
   private readonly log: Logger;
   private readonly maxRows: number;

@@ -82,3 +82,16 @@ export interface SinkStats {
   viewRowsToppedUp: number;
   viewRepairsAbandoned: number;
 }
+
+export const newSinkStats = (): SinkStats => ({
+  inserts: 0,
+  rows: 0,
+  largestInsert: 0,
+  deadLettered: 0,
+  skipped: 0,
+  duplicates: 0,
+  commits: 0,
+  viewRepairs: 0,
+  viewRowsToppedUp: 0,
+  viewRepairsAbandoned: 0,
+});
