@@ -118,6 +118,12 @@ export function clusterConfig(cfg: Config): ChCluster | undefined {
 /** The cluster a client created by `createCh` belongs to; undefined on one server. */
 export const clusterOf = (ch: Ch): ChCluster | undefined => clusters.get(ch);
 
+/** The local (replicated) database behind the Distributed tables a cluster client reads. */
+export async function localDatabaseOf(ch: Ch, cluster: ChCluster): Promise<string> {
+  const [current] = await chRows<{ db: string }>(ch, raw('SELECT currentDatabase() AS db'));
+  return cluster.localDatabase(current!.db);
+}
+
 /**
  * Settings for the statements sent within a call (`scopedSettings.run(settings, fn)`), added by a
  * `withSettings` client: a transport sets them per request without every query function passing them on.

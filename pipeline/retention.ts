@@ -1,4 +1,4 @@
-import { chRows, chsql, clusterOf, type Ch, type ChCluster } from '../clickhouse/client.js';
+import { chRows, chsql, clusterOf, localDatabaseOf, type Ch, type ChCluster } from '../clickhouse/client.js';
 import { activePartitions, dropPartition, type RetainedTable } from '../clickhouse/queries/retention.js';
 import type { Logger } from '../lib/logger.js';
 
@@ -71,8 +71,7 @@ async function dropExpiredOnCluster(
   log: Logger,
   now: number,
 ): Promise<Array<{ table: RetainedTable; partitionId: string }>> {
-  const [current] = await chRows<{ db: string }>(ch, chsql`SELECT currentDatabase() AS db`);
-  const local = cluster.localDatabase(current!.db);
+  const local = await localDatabaseOf(ch, cluster);
   const dropped = new Map<string, { table: RetainedTable; partitionId: string }>();
   for (const url of cluster.nodes) {
     const node = cluster.nodeClient(url, local, { requestTimeoutMs: 600_000 });

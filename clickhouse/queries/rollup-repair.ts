@@ -1,4 +1,4 @@
-import { chRows, chsql, clusterOf, literal, raw, withSettings, type Ch, type ChSql } from '../client.js';
+import { chRows, chsql, clusterOf, literal, localDatabaseOf, raw, withSettings, type Ch, type ChSql } from '../client.js';
 import { serverExecutor, type ChExecutor } from '../migrate.js';
 import type { EventRow } from './events.js';
 
@@ -38,11 +38,9 @@ const KEYED_DAILY = raw(`arrayConcat(['events'], arrayMap(k -> if(k = 'occupancy
 
 interface Rollup {
   table: string;
-  /** The bucket column, and the same bucket computed from a raw row, both as text. */
-  bucket: ChSql;
-  rawBucket: ChSql;
-  /** Text back to the column's type. */
-  fromText: (b: string) => string;
+  /** The bucket column, and its value computed from a raw row. */
+  column: 'bucket' | 'day';
+  of: string;
   keyed: ChSql;
   /** Which (key, value) pairs the count, sum, min and max take; devices are counted apart. */
   counted: ChSql;
@@ -52,32 +50,26 @@ interface Rollup {
 const ROLLUPS: Rollup[] = [
   {
     table: 'telemetry_1m',
-    bucket: raw('toString(toUInt32(bucket))'),
-    rawBucket: raw('toString(toUInt32(toStartOfMinute(ts)))'),
-    fromText: (b) => `toDateTime(${Number(b)})`,
+    column: 'bucket',
+    of: 'toStartOfMinute(ts)',
     keyed: KEYED,
     counted: raw(`key != 'devices'`),
     devices: raw(`key = 'devices'`),
   },
   {
     table: 'telemetry_1h',
-    bucket: raw('toString(toUInt32(bucket))'),
-    rawBucket: raw('toString(toUInt32(toStartOfHour(ts)))'),
-    fromText: (b) => `toDateTime(${Number(b)})`,
+    column: 'bucket',
+    of: 'toStartOfHour(ts)',
     keyed: KEYED,
     counted: raw(`key != 'devices'`),
     devices: raw(`key = 'devices'`),
   },
-  {
-    table: 'telemetry_1d',
-    bucket: raw('toString(day)'),
-    rawBucket: raw('toString(local_day)'),
-    fromText: (b) => `toDate(${literal(b)})`,
-    keyed: KEYED_DAILY,
-    counted: raw('1'),
-    devices: raw('0'),
-  },
+  { table: 'telemetry_1d', column: 'day', of: 'local_day', keyed: KEYED_DAILY, counted: raw('1'), devices: raw('0') },
 ];
+
+/** A bucket as text (a DateTime as its epoch seconds), and that text back in the column's type. */
+const asText = (r: Rollup, expr: string): ChSql => raw(r.column === 'day' ? `toString(${expr})` : `toString(toUInt32(${expr}))`);
+const fromText = (r: Rollup, b: string): string => (r.column === 'day' ? `toDate(${literal(b)})` : `toDateTime(${Number(b)})`);
 
 /** Where the repair reads and writes (the same engine; chdb in tests). */
 export interface Engines {
@@ -118,45 +110,46 @@ interface Figures {
   u: string;
 }
 
+const ofVenue = (s: RepairScope): ChSql => chsql`operator_id = toUUID(${s.operatorId}) AND venue_id = toUUID(${s.venueId})`;
+const dayList = (s: RepairScope): ChSql => raw(s.days.map((d) => `toDate(${literal(d)})`).join(', '));
+/** Whole hours around the rows (the minute and hour buckets they touch). */
+const hoursOf = (s: RepairScope) => ({ from: Math.floor(s.fromTs / 3600) * 3600, to: Math.floor(s.toTs / 3600) * 3600 + 3600 });
+
 /** The raw rows a scope's buckets hold: whole minutes and hours around the rows, whole local days. */
-function rawWhere(s: RepairScope, daily: boolean): ChSql {
-  if (daily) {
-    const first = Math.floor(Date.parse(`${s.days.reduce((a, b) => (a < b ? a : b))}T00:00:00Z`) / 1000) - 14 * 3600;
-    const last = Math.floor(Date.parse(`${s.days.reduce((a, b) => (a > b ? a : b))}T00:00:00Z`) / 1000) + 38 * 3600;
-    return chsql`operator_id = toUUID(${s.operatorId}) AND venue_id = toUUID(${s.venueId}) AND ts >= toDateTime(${first}) AND ts < toDateTime(${last})
-                 AND local_day IN (${raw(s.days.map((d) => `toDate(${literal(d)})`).join(', '))})`;
+function rawWhere(s: RepairScope, r: Rollup | undefined): ChSql {
+  if (r?.column === 'day') {
+    const [first, last] = [s.days.reduce((a, b) => (a < b ? a : b)), s.days.reduce((a, b) => (a > b ? a : b))];
+    // A local day lies within 14 h before and 38 h after its UTC date's midnight.
+    const from = Date.parse(`${first}T00:00:00Z`) / 1000 - 14 * 3600;
+    const to = Date.parse(`${last}T00:00:00Z`) / 1000 + 38 * 3600;
+    return chsql`${ofVenue(s)} AND ts >= toDateTime(${from}) AND ts < toDateTime(${to}) AND local_day IN (${dayList(s)})`;
   }
-  const from = Math.floor(s.fromTs / 3600) * 3600;
-  const to = Math.floor(s.toTs / 3600) * 3600 + 3600;
-  return chsql`operator_id = toUUID(${s.operatorId}) AND venue_id = toUUID(${s.venueId}) AND ts >= toDateTime(${from}) AND ts < toDateTime(${to})`;
+  const { from, to } = hoursOf(s);
+  return chsql`${ofVenue(s)} AND ts >= toDateTime(${from}) AND ts < toDateTime(${to})`;
 }
 
 function rollupWhere(r: Rollup, s: RepairScope): ChSql {
-  if (r.table === 'telemetry_1d') {
-    return chsql`operator_id = toUUID(${s.operatorId}) AND venue_id = toUUID(${s.venueId}) AND day IN (${raw(s.days.map((d) => `toDate(${literal(d)})`).join(', '))})`;
-  }
-  const from = Math.floor(s.fromTs / 3600) * 3600;
-  const to = Math.floor(s.toTs / 3600) * 3600 + 3600;
-  return chsql`operator_id = toUUID(${s.operatorId}) AND venue_id = toUUID(${s.venueId}) AND bucket >= toDateTime(${from}) AND bucket < toDateTime(${to})`;
+  if (r.column === 'day') return chsql`${ofVenue(s)} AND day IN (${dayList(s)})`;
+  const { from, to } = hoursOf(s);
+  return chsql`${ofVenue(s)} AND bucket >= toDateTime(${from}) AND bucket < toDateTime(${to})`;
 }
 
 const id = (f: Pick<Figures, 'key' | 'b' | 'retention_days'>) => `${f.key}\t${f.b}\t${f.retention_days}`;
 
 async function repairRollup(on: Engines, r: Rollup, s: RepairScope): Promise<RollupRepair> {
-  const daily = r.table === 'telemetry_1d';
   // Raw first: nothing else writes this venue meanwhile (its events are on one Kafka partition,
   // whose sink is the caller), so the two reads see the same inserts.
   const fromRaw = await on.read.query<Figures>(
-    chsql`SELECT key, ${r.rawBucket} AS b, retention_days,
+    chsql`SELECT key, ${asText(r, r.of)} AS b, retention_days,
                  toString(countIf(${r.counted})) AS c, sumIf(value, ${r.counted}) AS s, toString(uniqExactIf(device, ${r.devices})) AS u
           FROM events ARRAY JOIN ${r.keyed}
-          WHERE ${rawWhere(s, daily)}
+          WHERE ${rawWhere(s, r)}
           GROUP BY key, b, retention_days`.text,
   );
   const inRollup = new Map(
     (
       await on.read.query<Figures>(
-        chsql`SELECT key, ${r.bucket} AS b, retention_days,
+        chsql`SELECT key, ${asText(r, r.column)} AS b, retention_days,
                      toString(countMerge(v_count)) AS c, sumMerge(v_sum) AS s, toString(uniqExactMerge(devices)) AS u
               FROM ${raw(r.table)}
               WHERE ${rollupWhere(r, s)} AND key != 'occupancy'
@@ -176,20 +169,20 @@ async function repairRollup(on: Engines, r: Rollup, s: RepairScope): Promise<Rol
     else if (hu < u) stale = true;
   }
   if (short.length === 0 && !stale) return out;
-  const b = raw(r.table === 'telemetry_1d' ? 'day' : 'bucket');
+  const b = raw(r.column);
   // Min, max and devices merge idempotently: the whole buckets' states from the raw rows, adding nothing to count or sum.
   await on.write.exec(
     chsql`INSERT INTO ${raw(r.table)} (operator_id, venue_id, key, ${b}, retention_days, v_sum, v_count, v_min, v_max, devices)
-          SELECT operator_id, venue_id, key, ${raw(daily ? 'local_day' : r.table === 'telemetry_1m' ? 'toStartOfMinute(ts)' : 'toStartOfHour(ts)')} AS ${b}, retention_days,
+          SELECT operator_id, venue_id, key, ${raw(r.of)} AS ${b}, retention_days,
                  sumStateIf(value, 0), countStateIf(0), minStateIf(value, ${r.counted}), maxStateIf(value, ${r.counted}), uniqExactStateIf(device, ${r.devices})
           FROM events ARRAY JOIN ${r.keyed}
-          WHERE ${rawWhere(s, daily)}
+          WHERE ${rawWhere(s, r)}
           GROUP BY operator_id, venue_id, key, ${b}, retention_days`.text,
   );
   if (short.length > 0) {
     // Count and sum add up: the missing part of each, as that many rows of which the first carries the sum.
     const tuples = short.map(
-      (f) => `(${literal(f.key)}, ${r.fromText(f.b)}, toUInt16(${f.retention_days}), toUInt64(${f.dc}), toFloat64(${f.ds}))`,
+      (f) => `(${literal(f.key)}, ${fromText(r, f.b)}, toUInt16(${f.retention_days}), toUInt64(${f.dc}), toFloat64(${f.ds}))`,
     );
     await on.write.exec(
       chsql`INSERT INTO ${raw(r.table)} (operator_id, venue_id, key, ${b}, retention_days, v_sum, v_count, v_min, v_max, devices)
@@ -219,7 +212,7 @@ export async function repairRollups(on: Engines, scopes: readonly RepairScope[])
       total.toppedUp += got.toppedUp;
       total.excess += got.excess;
     }
-    const where = rawWhere(s, false);
+    const where = rawWhere(s, undefined);
     await on.write.exec(chsql`INSERT INTO retention_classes SELECT DISTINCT operator_id, retention_days FROM events WHERE ${where}`.text);
     await on.write.exec(
       chsql`INSERT INTO derive_marks (mark_id, operator_id, venue_id, min_ts, max_ts, inserted_at)
@@ -237,8 +230,7 @@ export async function repairRollups(on: Engines, scopes: readonly RepairScope[])
 export async function replicasSettled(ch: Ch): Promise<boolean> {
   const cluster = clusterOf(ch);
   if (!cluster) return true;
-  const [current] = await chRows<{ db: string }>(ch, chsql`SELECT currentDatabase() AS db`);
-  const local = cluster.localDatabase(current!.db);
+  const local = await localDatabaseOf(ch, cluster);
   for (const url of cluster.nodes) {
     const node = cluster.nodeClient(url, local, { requestTimeoutMs: 5_000 });
     try {
@@ -248,6 +240,7 @@ export async function replicasSettled(ch: Ch): Promise<boolean> {
       );
       if (Number(r?.queued ?? 0) > 0 || Number(r?.readonly ?? 0) > 0) return false;
     } catch {
+      // A node that does not answer may hold parts nobody else has yet: not settled, asked again on the next try.
       return false;
     } finally {
       await node.close();

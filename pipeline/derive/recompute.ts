@@ -122,50 +122,19 @@ export function zoneFlowOf(e: FlowEventRow, zones: Map<string, string>): Flow | 
   return flow && { ts: e.at, id: e.event_id, ...flow };
 }
 
+type Points = Array<{ at: number; value: number }>;
+
 /** The figures after each instant of flows that continue from a stored figure (no period-start point). */
-function continuedPoints(flows: Flow[], from: number): Array<{ at: number; value: number }> {
+function continuedPoints(flows: Flow[], from: number): Points {
   return periodSeries([...flows].sort(compareFlows), from).map((s) => ({ at: s.ts, value: s.value }));
 }
 
 /** How far back before the first changed instant a recomputation looks for the figures it continues from. */
 export const OCCUPANCY_LOOKBACK_MS = 3_600_000;
 
-/**
- * A period's occupancy history from the raw events, the whole venue's (door events) and each area
- * or counter zone's (its own events), written where it differs from what is stored. A figure
- * depends only on the flows up to its instant, so only the instants from the first changed second
- * (`seenFrom`) on are recomputed, continuing from the venue's and each zone's last stored figure
- * before it; where one of them has no stored figure in the hour before, the whole period is.
- */
-export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom = p.start): Promise<number> {
-  const from = Math.floor(Math.max(seenFrom, p.start) / 1000) * 1000;
-  const partial = from > p.start ? await recomputeOccupancyFrom(ch, v, p, from) : false;
-  if (partial !== false) return partial;
-  const whole = await recomputeOccupancyOver(ch, v, p, undefined);
-  return whole === false ? 0 : whole;
-}
-
-async function recomputeOccupancyFrom(ch: Ch, v: VenueDeriveContext, p: Period, from: number): Promise<number | false> {
-  const base = await occupancyBefore(ch, {
-    operatorId: v.operatorId,
-    venueId: v.venueId,
-    fromMs: Math.max(p.start, from - OCCUPANCY_LOOKBACK_MS),
-    beforeMs: from,
-  });
-  return recomputeOccupancyOver(ch, v, p, { from, base });
-}
-
-/**
- * The recomputation over the whole period (`partial` undefined), or from `partial.from` on with
- * the figures before it; false when a figure a partial one needs is not stored in the look-back.
- */
-async function recomputeOccupancyOver(
-  ch: Ch,
-  v: VenueDeriveContext,
-  p: Period,
-  partial: { from: number; base: Awaited<ReturnType<typeof occupancyBefore>> } | undefined,
-): Promise<number | false> {
-  const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs: partial?.from ?? p.start, toMs: p.end };
+/** What a recomputation of [fromMs, the period's end) reads: the flows (the venue's, each zone's) and the stored points. */
+async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: number) {
+  const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs, toMs: p.end };
   const [events, stored, storedZones] = await Promise.all([
     periodFlowEvents(ch, range),
     storedOccupancy(ch, range),
@@ -180,21 +149,49 @@ async function recomputeOccupancyOver(
     if (list) list.push(f);
     else zoneFlows.set(e.zone_id, [f]);
   }
-  if (partial) {
-    if (flows.length > 0 && !partial.base.venue) return false;
-    for (const zone of zoneFlows.keys()) if (!partial.base.zones.has(zone)) return false;
+  return { flows, zoneFlows, stored, storedZones };
+}
+
+/**
+ * A period's occupancy history from the raw events, the whole venue's (door events) and each area
+ * or counter zone's (its own events), written where it differs from what is stored. A figure
+ * depends only on the flows up to its instant, so only the instants from the first changed second
+ * (`seenFrom`) on are recomputed, continuing from the venue's and each zone's last stored figure
+ * before it; where one of them has no stored figure in the hour before, the whole period is.
+ */
+export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom = p.start): Promise<number> {
+  const from = Math.floor(Math.max(seenFrom, p.start) / 1000) * 1000;
+  if (from > p.start) {
+    const [base, input] = await Promise.all([
+      occupancyBefore(ch, {
+        operatorId: v.operatorId,
+        venueId: v.venueId,
+        fromMs: Math.max(p.start, from - OCCUPANCY_LOOKBACK_MS),
+        beforeMs: from,
+      }),
+      occupancyInput(ch, v, p, from),
+    ]);
+    const known = (input.flows.length === 0 || base.venue !== undefined) && [...input.zoneFlows.keys()].every((z) => base.zones.has(z));
+    if (known)
+      return writeOccupancy(ch, v, input, (f, zone) => continuedPoints(f, (zone === undefined ? base.venue : base.zones.get(zone))!.value));
   }
-  const pointsOf = (f: Flow[], start: { value: number } | undefined) =>
-    partial ? continuedPoints(f, start!.value) : occupancyPoints(f, p);
+  return writeOccupancy(ch, v, await occupancyInput(ch, v, p, p.start), (f) => occupancyPoints(f, p));
+}
+
+/** Writes where the points computed from `input` (by `pointsOf`, per zone or for the venue) differ from the stored ones. */
+async function writeOccupancy(
+  ch: Ch,
+  v: VenueDeriveContext,
+  { flows, zoneFlows, stored, storedZones }: Awaited<ReturnType<typeof occupancyInput>>,
+  pointsOf: (flows: Flow[], zone?: string) => Points,
+): Promise<number> {
   const venue = changes(
-    flows.length > 0 ? pointsOf(flows, partial?.base.venue) : [],
+    flows.length > 0 ? pointsOf(flows) : [],
     stored,
     (x) => String(x.at),
     (a, b) => a.value === b.value,
   );
-  const computedZones = [...zoneFlows].flatMap(([zone_id, f]) =>
-    pointsOf(f, partial?.base.zones.get(zone_id)).map((x) => ({ zone_id, ...x })),
-  );
+  const computedZones = [...zoneFlows].flatMap(([zone_id, f]) => pointsOf(f, zone_id).map((x) => ({ zone_id, ...x })));
   const zones = changes(
     computedZones,
     storedZones,

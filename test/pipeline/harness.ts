@@ -270,7 +270,7 @@ export async function clickhouseProxy(targetUrl: string): Promise<{ url: string;
 }
 
 /** The raw events' views, in every node's database. */
-const EVENT_VIEWS = ['telemetry_1m_mv', 'telemetry_1h_mv', 'telemetry_1d_mv', 'retention_classes_events_mv', 'derive_marks_mv'];
+export const EVENT_VIEWS = ['telemetry_1m_mv', 'telemetry_1h_mv', 'telemetry_1d_mv', 'retention_classes_events_mv', 'derive_marks_mv'];
 
 /**
  * The events target whose first insert stores its raw rows with the views detached on `nodes` (the

@@ -7,14 +7,13 @@ import { repairRollups, type RepairScope } from '../../clickhouse/queries/rollup
 import { toRow } from '../../pipeline/sink/rows.js';
 import { openChdb } from '../support/chdb.js';
 import { testConfig } from '../support/env.js';
-import { event } from './harness.js';
+import { EVENT_VIEWS, event } from './harness.js';
 
 /*
  * A server that dies inside an INSERT can keep the raw part and lose its views' parts. The state is
  * made here as it is left: views detached while part of the rows is inserted. The same rows under a
  * second venue, inserted whole, are what every rollup must hold once repaired.
  */
-const VIEWS = ['telemetry_1m_mv', 'telemetry_1h_mv', 'telemetry_1d_mv', 'retention_classes_events_mv', 'derive_marks_mv'];
 const ROLLUPS = [
   { table: 'telemetry_1m', bucket: 'toString(bucket)' },
   { table: 'telemetry_1h', bucket: 'toString(bucket)' },
@@ -107,11 +106,11 @@ describe.each([
     const whole = rowsOf(operatorId, randomUUID());
     await insert(write, whole);
     await insert(write, cut.slice(0, 40));
-    for (const v of VIEWS) await write.exec(`DETACH TABLE ${v}`);
+    for (const v of EVENT_VIEWS) await write.exec(`DETACH TABLE ${v}`);
     try {
       await insert(write, cut.slice(40));
     } finally {
-      for (const v of VIEWS) await write.exec(`ATTACH TABLE ${v}`);
+      for (const v of EVENT_VIEWS) await write.exec(`ATTACH TABLE ${v}`);
     }
     const expected = await rollups(read, whole[0]!.venue_id);
     expect(expected.telemetry_1d!.map((r) => (r as { b: string }).b)).toHaveLength(2 * 3);
