@@ -97,6 +97,8 @@ describe('the edge process', () => {
     const op = await newOperator(api);
     const conns = [];
     for (let i = 0; i < 10; i++) conns.push(track(await Client.connected(edge.url, op.key)));
+    // The leases are in Redis, where the other edge counts them.
+    expect((await request(edge.health)).body.websocket).toMatchObject({ connections: 10, leases: 10, redis: 'shared' });
     edge.child.kill('SIGKILL');
     await edge.exited;
     const killedAt = Date.now();
@@ -117,7 +119,11 @@ describe('the edge process', () => {
       }
     }
     // Until then the dead edge's connections still counted (their leases were real).
-    expect(refusals, `first try ${firstTry} ms after the kill, admitted after ${Date.now() - killedAt} ms`).toBeGreaterThan(0);
+    const seen = refusals === 0 ? JSON.stringify((await request(`http://127.0.0.1:${next.port}/health`)).body.websocket) : '';
+    expect(
+      refusals,
+      `first try ${firstTry} ms after the kill, admitted after ${Date.now() - killedAt} ms; the other edge: ${seen}`,
+    ).toBeGreaterThan(0);
     expect(admitted, 'a connection admitted once the leases lapsed').toBeDefined();
     expect(Date.now() - killedAt).toBeLessThan(ttl + 5000);
     // Each lease lapses a TTL after it was last taken or refreshed, all before the kill: the first

@@ -22,7 +22,13 @@ export async function request(url: string, opts: RequestOptions = {}): Promise<J
     headers['content-type'] = 'application/json';
     body = JSON.stringify(opts.json);
   }
-  const res = await fetch(url, { method: opts.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+  const method = opts.method ?? (body === undefined ? 'GET' : 'POST');
+  const res = await fetch(url, { method, headers, body }).catch((err: { cause?: { code?: string } }) => {
+    // A kept-alive connection the server closed as idle just as this request reused it: a GET is
+    // safe to send once more, as browsers and HTTP clients do.
+    if (method !== 'GET' || err.cause?.code !== 'ECONNRESET') throw err;
+    return fetch(url, { method, headers });
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {
