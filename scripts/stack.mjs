@@ -1,18 +1,7 @@
 #!/usr/bin/env node
 // Local engine stack for development, tests and benchmarks — no Docker.
 //
-//   node scripts/stack.mjs up       start (or reuse) PostgreSQL, Redis, ClickHouse, Kafka, nginx
-//   node scripts/stack.mjs down     stop what this script started
-//   node scripts/stack.mjs status   one line per service
-//   node scripts/stack.mjs env      resolved engine URLs as KEY=value lines
-//
-//   --brokers 3 (up, env)   also a three-node KRaft Kafka cluster on 29092/29192/29292, next to the
-//                           single broker; the env's KAFKA_BROKERS names the cluster
-//   --cluster (down)        stop only that cluster (plain `down` stops it too)
-//   --clickhouse-cluster    up, env: also ZooKeeper and a ClickHouse cluster of 2 shards x 2
-//                           replicas (HTTP 28123/28223/28323/28423), next to the single server; the
-//                           env names it (CLICKHOUSE_URL, CLICKHOUSE_CLUSTER, CLICKHOUSE_CLUSTER_NODES).
-//                           down: stop only that cluster (plain `down` stops it too)
+// Commands and options: USAGE below (`node scripts/stack.mjs --help`).
 //
 // Library use:  import { up, down, status, resolveEnv } from './stack.mjs'
 //               const { env, services } = await up({ quiet: true })
@@ -313,15 +302,18 @@ Commands:
            installing what is missing (Debian packages, the Kafka jars from Maven Central)
   down     stop what this script started
   status   one line per engine, then the service processes \`npm run up\` and the simulator started
-  env      the engines' URLs as KEY=value lines
+  env      the engines' URLs as KEY=value lines (with a cluster option, its URLs)
 
 Options:
   -q, --quiet     no progress lines (up, down)
-  --brokers 1|3   up, env: also a three-node KRaft Kafka cluster on 29092/29192/29292
-  --cluster       down: stop only that cluster
+  --brokers 1|3   up, env: also a three-node KRaft Kafka cluster on 29092/29192/29292, next to
+                  the single broker; env's KAFKA_BROKERS then names the cluster
+  --cluster       down: stop only that cluster (plain \`down\` stops it too)
   --clickhouse-cluster
                   up, env: also ZooKeeper and a ClickHouse cluster of 2 shards x 2 replicas
-                  (HTTP 28123/28223/28323/28423); down: stop only that cluster
+                  (HTTP 28123/28223/28323/28423), next to the single server; env then names it
+                  (CLICKHOUSE_URL, CLICKHOUSE_CLUSTER, CLICKHOUSE_CLUSTER_NODES);
+                  down: stop only that cluster (plain \`down\` stops it too)
   -h, --help      this text
 
 Data, logs and pid files live under .stack/ (docs/local-stack.md).`;
