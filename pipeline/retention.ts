@@ -87,7 +87,7 @@ async function dropExpiredOnCluster(
         dropped.set(`${table}\t${partition_id}`, { table, partitionId: partition_id });
       }
     } catch (err) {
-      log.warn({ node: url, err: (err as Error).message }, 'retention: node skipped (its shard is handled by the replica that leads it)');
+      log.warn({ node: url, err }, 'retention: node skipped (its shard is handled by the replica that leads it)');
     } finally {
       await node.close();
     }

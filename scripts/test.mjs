@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: installs what is missing, then lint (ESLint, Prettier), the unit tests (no engines),
+// `npm test`: installs what is missing, then lint (ESLint, Prettier, tsc --noEmit), the unit tests (no engines),
 // the e2e tests (their global setup starts the local stack). Every step runs even after a failure,
 // so CI gets all the figures; the exit code is non-zero if any failed. The last lines are plain
 // `lint: …`, `unit: …`, `e2e: …` and `vitest: N passed, N failed` that any CI can read.
@@ -44,12 +44,16 @@ function capture(args) {
   });
 }
 
-/** ESLint and `prettier --check`: the number of errors and unformatted files (warnings do not fail). */
+/**
+ * ESLint, `prettier --check` and the type check (vitest strips types, so a test's type error shows
+ * nowhere else): the number of errors and unformatted files (warnings do not fail).
+ */
 async function lint() {
   // Caches in node_modules/.cache, as with `npm run lint`: a second run checks only changed files.
-  const [eslint, prettier] = await Promise.all([
+  const [eslint, prettier, tsc] = await Promise.all([
     capture([bin('eslint', 'bin', 'eslint.js'), '.', '--cache', '--cache-location', bin('.cache', 'eslint') + '/', '--format', 'json']),
     capture([bin('prettier', 'bin', 'prettier.cjs'), '--list-different', '--cache', '.']),
+    capture([bin('typescript', 'bin', 'tsc'), '--noEmit', '-p', 'tsconfig.json', '--pretty', 'false']),
   ]);
   let errors = 0;
   let warnings = 0;
@@ -72,8 +76,13 @@ async function lint() {
   // Exit code 2: Prettier could not run or parse a file.
   const broken = prettier.status === 2 ? 1 : 0;
   if (broken) process.stderr.write(prettier.stderr);
-  const problems = errors + unformatted.length + broken;
-  const detail = `${errors} ESLint errors, ${warnings} warnings, ${unformatted.length} files not formatted`;
+  const typeErrors = tsc.stdout.split('\n').filter((l) => /error TS\d+/.test(l));
+  for (const l of typeErrors) console.log(l);
+  // Any other failure of tsc (a broken tsconfig) counts as one problem, with its output.
+  const tscBroken = tsc.status !== 0 && typeErrors.length === 0 ? 1 : 0;
+  if (tscBroken) process.stderr.write(tsc.stdout + tsc.stderr);
+  const problems = errors + unformatted.length + broken + typeErrors.length + tscBroken;
+  const detail = `${errors} ESLint errors, ${warnings} warnings, ${unformatted.length} files not formatted, ${typeErrors.length} type errors`;
   return {
     ok: problems === 0,
     line: problems === 0 ? `ok${warnings ? ` (${warnings} warnings)` : ''}` : `${problems} problems (${detail})`,
@@ -89,7 +98,7 @@ if (args.length > 0) {
   process.exit(run.ok ? 0 : 1);
 }
 
-console.log('lint: ESLint and Prettier…');
+console.log('lint: ESLint, Prettier and tsc…');
 const linted = await lint();
 const unit = vitest('unit', ['--project', 'unit']);
 // The e2e files that must run alone (vitest.config.ts SERIAL) follow the others, which run two at a time.

@@ -37,14 +37,14 @@ const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s*['"](\.[^'"]+)['"]|im
 function importsOf(file: string): string[] {
   const src = readFileSync(join(ROOT, file), 'utf8');
   return [...src.matchAll(IMPORT)].flatMap((m) => {
-    const target = relative(ROOT, join(ROOT, dirname(file), m[1] ?? m[2]));
+    const target = relative(ROOT, join(ROOT, dirname(file), m[1] ?? m[2] ?? ''));
     const hit = [target, target.replace(/\.js$/, '.ts'), `${target}.ts`, join(target, 'index.ts')].find((c) => known.has(c));
     return hit ? [hit] : [];
   });
 }
 
 const graph = new Map(files.map((f) => [f, importsOf(f)]));
-const layerOf = (file: string) => LAYER[file.split('/')[0]];
+const layerOf = (file: string) => LAYER[file.split('/')[0] ?? ''] ?? -1;
 
 /** Strongly connected components of more than one file (Tarjan), or a file importing itself. */
 function cycles(): string[][] {
