@@ -5,6 +5,7 @@ import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator } from '../support/tenants.js';
 import { request } from '../support/http.js';
 import { Client, sleep, startTestEdge, type TestEdge } from './support.js';
+import { freshWindow } from '../support/windows.js';
 
 // Issue 29: wrong keys on /ws count against REST's per-address budget; invalid UTF-8 closes with 1007.
 
@@ -70,6 +71,7 @@ describe('/ws wrong keys count against the per-address budget', () => {
   it('refuses upgrades past the budget with 429 and Retry-After; a valid key is still served', async () => {
     const op = await newOperator(api);
     const address = nextAddress();
+    await freshWindow();
     await expect4001(undefined, address);
     await expect4001('hello', address);
     await expect4001('vt_live_' + 'A'.repeat(28), address);
@@ -86,6 +88,7 @@ describe('/ws wrong keys count against the per-address budget', () => {
 
   it('shares one budget with REST', async () => {
     const address = nextAddress();
+    await freshWindow();
     for (let i = 0; i < BUDGET - 1; i++) {
       const res = await request(`${api.url}/api/venues`, { key: 'vt_live_' + 'C'.repeat(28), headers: { 'X-Forwarded-For': address } });
       expect(res.status).toBe(401);
@@ -104,6 +107,7 @@ describe('/ws wrong keys count against the per-address budget', () => {
       try {
         // Not trusted: every forged address is the one loopback peer, so the second guess is over budget.
         // Loopback may already have spent its budget in this window (other test files): 429 then too.
+        await freshWindow();
         const first = await upgrade('hello', nextAddress());
         if ('client' in first) expect((await first.client.waitClose()).code).toBe(4001);
         else expect(first.status).toBe(429);

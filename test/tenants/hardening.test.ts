@@ -4,6 +4,7 @@ import { MAX_JSON_DEPTH } from '../../apps/api/middleware/body.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
+import { freshWindow } from '../support/windows.js';
 
 /** Regressions from the security pass (docs/security.md): each failed before its fix. */
 let api: RunningApi;
@@ -51,6 +52,7 @@ describe('cheap refusals before expensive work', () => {
 
   it('limits refused keys per client address: past the budget a 429 with Retry-After, a valid key still served', async () => {
     const target = await newOperator(limited, 'pro');
+    await freshWindow();
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       // Earlier X-Forwarded-For entries are the client's to forge; only the proxy's last one counts.

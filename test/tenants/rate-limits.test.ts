@@ -7,6 +7,7 @@ import { createRedis } from '../../lib/redis.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request, type JsonResponse } from '../support/http.js';
 import { newOperator } from '../support/tenants.js';
+import { freshWindow } from '../support/windows.js';
 
 const small = { ingest: 5, api: 10 };
 // 45.3 s into an epoch minute: 14.7 s left, so Reset / Retry-After say 15.
@@ -106,12 +107,6 @@ describe('RateLimiter against real Redis', () => {
     expect(apiBucket.length).toBe(OPERATIONS.filter((op) => op.auth === 'bearer').length - 1);
   });
 });
-
-/** Waits, if needed, so at least `seconds` remain in the current epoch minute (tests span no window edge). */
-async function freshWindow(seconds: number): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 50));
-}
 
 /** Runs `n` GETs, `concurrency` at a time, spread round-robin over the instances. */
 async function burst(apis: RunningApi[], path: string, key: string, n: number, concurrency = 16): Promise<JsonResponse[]> {

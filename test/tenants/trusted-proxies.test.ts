@@ -4,6 +4,7 @@ import { trustedPeers } from '../../apps/api/middleware/request.js';
 import { ConfigError } from '../../lib/config.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
+import { freshWindow } from '../support/windows.js';
 
 /** Issue 29: X-Forwarded-For is believed only from a trusted proxy (docs/security.md). */
 const LIMIT = 3;
@@ -27,6 +28,7 @@ const forwarded = (i: number) => `2001:db8:${run.slice(0, 4)}:${run.slice(4)}::$
 
 describe('the client address behind TRUSTED_PROXIES', () => {
   it('from an untrusted peer ignores X-Forwarded-For: new forwarded addresses share the socket address budget', async () => {
+    await freshWindow();
     const statuses: number[] = [];
     for (let i = 0; i < LIMIT + 2; i++) {
       const res = await request(`${direct.url}/api/venues`, { key: wrongKey, headers: { 'x-forwarded-for': forwarded(100 + i) } });
@@ -38,6 +40,7 @@ describe('the client address behind TRUSTED_PROXIES', () => {
   });
 
   it('from a trusted peer uses the last X-Forwarded-For entry: two forwarded addresses have separate budgets', async () => {
+    await freshWindow();
     const a: number[] = [];
     const b: number[] = [];
     for (let i = 0; i < LIMIT + 1; i++) {
