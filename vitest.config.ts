@@ -54,7 +54,7 @@ export default defineConfig({
           name: 'e2e',
           exclude: ['test/unit/**', ...SERIAL, '**/node_modules/**'],
           setupFiles: ['test/support/worker-env.ts'],
-          // Two files at a time (the worker count is in scripts/test.mjs; vitest 3 takes it only for a
+          // Three files at a time (the worker count is in scripts/test.mjs; vitest 3 takes it only for a
           // whole run): most of an e2e file's time is waiting. Each worker has its own Postgres
           // database, topics and Redis keys (worker-env.ts).
         },

@@ -101,9 +101,9 @@ if (args.length > 0) {
 console.log('lint: ESLint, Prettier and tsc…');
 const linted = await lint();
 const unit = vitest('unit', ['--project', 'unit']);
-// The e2e files that must run alone (vitest.config.ts SERIAL) follow the others, which run two at a time.
+// The e2e files that must run alone (vitest.config.ts SERIAL) follow the others, which run three at a time.
 const e2eRuns = [
-  vitest('e2e', ['--project', 'e2e', '--maxWorkers=2', '--minWorkers=2']),
+  vitest('e2e', ['--project', 'e2e', '--maxWorkers=3', '--minWorkers=3']),
   vitest('e2e-serial', ['--project', 'e2e-serial', '--maxWorkers=1', '--minWorkers=1']),
 ];
 const e2e = {

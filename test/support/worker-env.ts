@@ -1,4 +1,4 @@
-// e2e files run two at a time (vitest.config.ts). Each worker gets a Postgres database, Kafka topics,
+// e2e files run three at a time (vitest.config.ts). Each worker gets a Postgres database, Kafka topics,
 // consumer groups and Redis keys of its own, so two files' pipelines never join one group or read
 // each other's events, and what spans every tenant (the pollers' leases, /health's counts) sees one
 // file's rows. ClickHouse is shared (every test creates its own tenants). Processes a test spawns
