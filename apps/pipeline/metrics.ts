@@ -66,6 +66,12 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
   deriveGauge('derive_rounds', 'Rounds of the derive job completed by this process', (s) => s.rounds);
   deriveGauge('derive_failed_rounds', 'Rounds of the derive job that failed (their marks are read again)', (s) => s.failures);
   deriveGauge('derive_periods', 'Venue periods recomputed from the raw table by this process', (s) => s.periods);
+  deriveGauge('derive_visit_periods', 'Venue periods whose visits were recomputed (they had new sightings)', (s) => s.visitPeriods);
+  deriveGauge(
+    'derive_occupancy_periods',
+    'Venue periods whose occupancy history was recomputed (they had new door flows)',
+    (s) => s.occupancyPeriods,
+  );
   deriveGauge('derive_rows_written', 'Derived rows (visits, occupancy points) written or removed', (s) => s.rowsWritten);
   deriveGauge('derive_last_round_seconds', 'Duration of the last derive round', (s) => s.lastRoundMs / 1000);
   deriveGauge('derive_lag_seconds', 'Age of the derive cursor at the end of the last round', (s) => s.lagSeconds);

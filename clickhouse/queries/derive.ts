@@ -6,9 +6,12 @@ import { operatorRows } from './operator-rows.js';
 /** The marks inserted at or after `sinceSec`: which venue's flow or sighting events an insert stored, over which event-time range. */
 export function marksSinceSql(sinceSec: number): ChSql {
   return chsql`SELECT toString(mark_id) AS mark_id, toString(operator_id) AS operator_id, toString(venue_id) AS venue_id,
-                      toUInt32(min_ts) AS min_ts, toUInt32(max_ts) AS max_ts, toUInt32(inserted_at) AS inserted_at
+                      toUInt32(min_ts) AS min_ts, toUInt32(max_ts) AS max_ts, toUInt32(inserted_at) AS inserted_at, kind
                  FROM derive_marks WHERE inserted_at >= toDateTime(${sinceSec}, 'UTC')`;
 }
+
+/** What a mark's events can change (migration 0012): sightings the visits, door flows the occupancy history. */
+export const MARK_KIND = { both: 0, sightings: 1, flows: 2 } as const;
 
 export interface Mark {
   mark_id: string;
@@ -17,10 +20,18 @@ export interface Mark {
   min_ts: number;
   max_ts: number;
   inserted_at: number;
+  /** MARK_KIND: 0 (marks from before migration 0012, the rollup repair's) may be either. */
+  kind: number;
 }
 
 const marksOf = (rows: Mark[]): Mark[] =>
-  rows.map((r) => ({ ...r, min_ts: Number(r.min_ts), max_ts: Number(r.max_ts), inserted_at: Number(r.inserted_at) }));
+  rows.map((r) => ({
+    ...r,
+    min_ts: Number(r.min_ts),
+    max_ts: Number(r.max_ts),
+    inserted_at: Number(r.inserted_at),
+    kind: Number(r.kind ?? MARK_KIND.both),
+  }));
 
 export async function marksSince(ch: Ch, sinceSec: number): Promise<Mark[]> {
   return marksOf(await chRows<Mark>(ch, marksSinceSql(sinceSec)));
@@ -32,7 +43,7 @@ export async function allEventsAsMarks(ch: Ch): Promise<Mark[]> {
     await chRows<Mark>(
       ch,
       chsql`SELECT 'rebuild' AS mark_id, toString(operator_id) AS operator_id, toString(venue_id) AS venue_id,
-                   toUInt32(min(ts)) AS min_ts, toUInt32(max(ts)) AS max_ts, toUInt32(0) AS inserted_at
+                   toUInt32(min(ts)) AS min_ts, toUInt32(max(ts)) AS max_ts, toUInt32(0) AS inserted_at, toUInt8(${MARK_KIND.both}) AS kind
               FROM events WHERE event_type IN ('device_seen', 'device_left', 'entry', 'exit', 'occupancy')
              GROUP BY operator_id, venue_id ORDER BY venue_id`,
     ),

@@ -1,20 +1,13 @@
 import type pg from 'pg';
 import type { Ch } from '../../clickhouse/client.js';
-import {
-  allEventsAsMarks,
-  dropOldMarks,
-  marksSince,
-  progressCursor,
-  saveProgress,
-  serverNow,
-  type Mark,
-} from '../../clickhouse/queries/derive.js';
+import { allEventsAsMarks, dropOldMarks, marksSince, progressCursor, saveProgress, serverNow } from '../../clickhouse/queries/derive.js';
 import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
 import type { Logger } from '../../lib/logger.js';
 import { every } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
 import { venueProcessorContexts } from '../../postgres/queries/venues.js';
 import { periodsBetween } from './periods.js';
+import { byVenue, type VenueMarks } from './marks.js';
 import { recomputePeriod, type VenueDeriveContext } from './recompute.js';
 
 /**
@@ -31,6 +24,9 @@ export interface DeriveStats {
   failures: number;
   periods: number;
   rowsWritten: number;
+  /** Venue periods whose visits (new sightings) and whose occupancy history (new door flows) were recomputed. */
+  visitPeriods: number;
+  occupancyPeriods: number;
   /** How long the last successful round took. */
   lastRoundMs: number;
   /** The cursor's age at the end of the last successful round, seconds (0 while leading and current). */
@@ -60,25 +56,20 @@ export const MARK_OVERLAP_S = 30;
 const MARK_KEEP_S = 2 * 86_400;
 const LOCK_KEY = 0x64657276; // 'derv'
 
-/** One mark per venue (and operator) spanning all of its marks' event times. */
-function byVenue(marks: Mark[]): Mark[] {
-  const out = new Map<string, Mark>();
-  for (const m of marks) {
-    const key = `${m.venue_id}|${m.operator_id}`;
-    const o = out.get(key);
-    if (!o) out.set(key, { ...m });
-    else {
-      o.min_ts = Math.min(o.min_ts, m.min_ts);
-      o.max_ts = Math.max(o.max_ts, m.max_ts);
-    }
-  }
-  return [...out.values()];
-}
-
 export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   const name = opts.name ?? 'derive';
   const log = opts.log.child({ component: 'derive' });
-  const stats: DeriveStats = { rounds: 0, failures: 0, periods: 0, rowsWritten: 0, lastRoundMs: 0, lagSeconds: 0, leading: false };
+  const stats: DeriveStats = {
+    rounds: 0,
+    failures: 0,
+    periods: 0,
+    rowsWritten: 0,
+    visitPeriods: 0,
+    occupancyPeriods: 0,
+    lastRoundMs: 0,
+    lagSeconds: 0,
+    leading: false,
+  };
   let lock: pg.PoolClient | undefined;
   let running: Promise<void> = Promise.resolve();
   /** Marks of the overlap already recomputed (id → insert time): each is handled once while this process leads. */
@@ -107,7 +98,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     return true;
   };
 
-  const contexts = async (marks: Mark[]): Promise<Map<string, VenueDeriveContext>> => {
+  const contexts = async (marks: VenueMarks[]): Promise<Map<string, VenueDeriveContext>> => {
     const out = new Map<string, VenueDeriveContext>();
     if (marks.length === 0) return out;
     for (const v of await venueProcessorContexts(
@@ -138,17 +129,20 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     );
     const marks = byVenue(fresh);
     const venues = await contexts(marks);
-    let periods = 0;
-    let rows = 0;
+    const done = { periods: 0, rows: 0, visits: 0, occupancy: 0 };
     for (const m of marks) {
       const v = venues.get(m.venue_id);
       // A deleted venue keeps its history as it was; events of another operator's venue never count.
       if (!v || v.operatorId !== m.operator_id) continue;
-      const [seenFrom, seenTo] = [m.min_ts * 1000, m.max_ts * 1000 + 999];
+      const all = [m.ranges.visits, m.ranges.occupancy].filter((r) => r !== undefined);
+      const [seenFrom, seenTo] = [Math.min(...all.map((r) => r[0])), Math.max(...all.map((r) => r[1]))];
       for (const p of periodsBetween(seenFrom, seenTo, v.resetHour, v.timezone)) {
-        const written = await recomputePeriod(opts.ch, v, p, seenFrom, seenTo);
-        periods++;
-        rows += written.visits + written.occupancy;
+        const { visits, occupancy } = await recomputePeriod(opts.ch, v, p, m.ranges);
+        if (visits === undefined && occupancy === undefined) continue;
+        done.periods++;
+        done.rows += (visits ?? 0) + (occupancy ?? 0);
+        if (visits !== undefined) done.visits++;
+        if (occupancy !== undefined) done.occupancy++;
       }
     }
     await saveProgress(opts.ch, name, now, Date.now());
@@ -156,11 +150,14 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     for (const [id, at] of seen) if (at < now - 2 * MARK_OVERLAP_S) seen.delete(id);
     if (cursor === undefined || Math.floor(cursor / 3600) !== Math.floor(now / 3600)) await dropOldMarks(opts.ch, now - MARK_KEEP_S);
     stats.rounds++;
-    stats.periods += periods;
-    stats.rowsWritten += rows;
+    stats.periods += done.periods;
+    stats.rowsWritten += done.rows;
+    stats.visitPeriods += done.visits;
+    stats.occupancyPeriods += done.occupancy;
     stats.lastRoundMs = Date.now() - started;
     stats.lagSeconds = Math.max(0, Math.round(Date.now() / 1000) - now);
-    if (cursor === undefined) log.info({ venues: marks.length, periods, rows }, 'derive: first run rebuilt every stored venue period');
+    if (cursor === undefined)
+      log.info({ venues: marks.length, periods: done.periods, rows: done.rows }, 'derive: first run rebuilt every stored venue period');
   };
 
   const runOnce = () => {

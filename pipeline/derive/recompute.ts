@@ -28,10 +28,10 @@ export interface VenueDeriveContext {
   zones: Map<string, string>;
 }
 
-/** Rows written by one recomputation. */
+/** Rows written by one recomputation; a figure its marks cannot have changed is not recomputed (undefined). */
 export interface Written {
-  visits: number;
-  occupancy: number;
+  visits?: number;
+  occupancy?: number;
 }
 
 /** Versions only grow, even when two recomputations fall in one millisecond. */
@@ -222,8 +222,20 @@ async function writeOccupancy(
   return written;
 }
 
-/** A venue period whose events in [seenFrom, seenTo] (epoch ms) changed. */
-export async function recomputePeriod(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom: number, seenTo: number): Promise<Written> {
-  const [visits, occupancy] = await Promise.all([recomputeVisits(ch, v, p, seenFrom, seenTo), recomputeOccupancy(ch, v, p, seenFrom)]);
+/** The event times (epoch ms, inclusive) a venue's new sightings and new door flows span; either may be absent. */
+export interface MarkedRanges {
+  visits?: [number, number];
+  occupancy?: [number, number];
+}
+
+const touches = (r: [number, number] | undefined, p: Period): r is [number, number] => r !== undefined && r[0] < p.end && r[1] >= p.start;
+
+/** A venue period whose sightings or door flows changed in the marked ranges: what they can have changed is recomputed. */
+export async function recomputePeriod(ch: Ch, v: VenueDeriveContext, p: Period, ranges: MarkedRanges): Promise<Written> {
+  const { visits: seen, occupancy: flows } = ranges;
+  const [visits, occupancy] = await Promise.all([
+    touches(seen, p) ? recomputeVisits(ch, v, p, seen[0], seen[1]) : undefined,
+    touches(flows, p) ? recomputeOccupancy(ch, v, p, flows[0]) : undefined,
+  ]);
   return { visits, occupancy };
 }

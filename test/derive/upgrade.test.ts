@@ -65,7 +65,11 @@ describe('the derive job on a database migrated from 0009', () => {
         ),
       );
 
-      expect((await migrateClickhouse(engine, database)).applied).toEqual(['10_derived_from_raw', '11_zone_occupancy']);
+      expect((await migrateClickhouse(engine, database)).applied).toEqual([
+        '10_derived_from_raw',
+        '11_zone_occupancy',
+        '12_derive_mark_kinds',
+      ]);
       const tables = (await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${database}'`)).map(
         (t) => t.name,
       );

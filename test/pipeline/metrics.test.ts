@@ -63,7 +63,17 @@ describe('the pipeline’s Prometheus metrics', () => {
 
 describe('the derive job’s and the live figures’ metrics', () => {
   it('show the job’s progress and count unreflected events per venue and reason', async () => {
-    const stats = { rounds: 3, failures: 1, periods: 12, rowsWritten: 340, lastRoundMs: 250, lagSeconds: 4, leading: true };
+    const stats = {
+      rounds: 3,
+      failures: 1,
+      periods: 12,
+      rowsWritten: 340,
+      visitPeriods: 9,
+      occupancyPeriods: 5,
+      lastRoundMs: 250,
+      lagSeconds: 4,
+      leading: true,
+    };
     metrics.observeDerive(stats);
     metrics.unreflected('venue-1', 'duplicate', 2);
     metrics.unreflected('venue-1', 'duplicate', 1);
@@ -72,6 +82,8 @@ describe('the derive job’s and the live figures’ metrics', () => {
     expect(valueOf(lines, 'derive_rounds{')).toBe(3);
     expect(valueOf(lines, 'derive_failed_rounds{')).toBe(1);
     expect(valueOf(lines, 'derive_rows_written{')).toBe(340);
+    expect(valueOf(lines, 'derive_visit_periods{')).toBe(9);
+    expect(valueOf(lines, 'derive_occupancy_periods{')).toBe(5);
     expect(valueOf(lines, 'derive_last_round_seconds{')).toBe(0.25);
     expect(valueOf(lines, 'derive_lag_seconds{')).toBe(4);
     expect(valueOf(lines, 'derive_leading{')).toBe(1);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCh, type Ch, type ChSql } from '../../clickhouse/client.js';
+import { chsql, createCh, type Ch, type ChSql } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor, type ChExecutor } from '../../clickhouse/migrate.js';
 import {
   averageDwellSql,
@@ -12,11 +12,18 @@ import {
   type HealthRow,
   type OccupancyRow,
 } from '../../clickhouse/queries/derived.js';
-import { occupancyBeforeSql, periodVisitsSql, type DerivedOccupancyRow, type DerivedVisitRow } from '../../clickhouse/queries/derive.js';
+import {
+  MARK_KIND,
+  occupancyBeforeSql,
+  periodVisitsSql,
+  type DerivedOccupancyRow,
+  type DerivedVisitRow,
+} from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { dwellInWindowsSql, eventsInWindowsSql, venueOccupanciesSql } from '../../clickhouse/queries/portfolio.js';
 import { activePartitionsSql } from '../../clickhouse/queries/retention.js';
 import { telemetrySeriesSql } from '../../clickhouse/queries/telemetry.js';
+import type { EventType } from '../../lib/events/vocabulary.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { openChdb } from '../support/chdb.js';
 import { testConfig } from '../support/env.js';
@@ -309,6 +316,41 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
     expect(sorted(await visits(base, base + 50 * 60_000))).toEqual(sorted([...visitor, ['', 600_000, 840_000, 1_740_000, 2]]));
     // Marked 30 to 33 minutes in: the visitor was seen then (all of its visits), the other device was not.
     expect(await visits(base + 30 * 60_000, base + 33 * 60_000)).toEqual(visitor);
+  });
+
+  it("mark an insert's sightings and its door flows apart, each with the event times it spans", async () => {
+    const marked = randomUUID();
+    const at = (minute: number, type: EventType, metrics: Record<string, number> = {}) =>
+      toRow(
+        event({
+          operatorId,
+          venueId: marked,
+          ts: base + minute * 60_000,
+          type,
+          device: type.startsWith('device') ? deviceId('m') : undefined,
+          metrics,
+        }),
+        { topic, partition: 3, offset: String(minute), index: 0 },
+        { timezone: 'UTC', retentionDays: 365 },
+      );
+    // One insert: two sightings, two door flows, and a reading that marks nothing.
+    const rows = [
+      at(0, 'device_seen'),
+      at(9, 'device_left'),
+      at(3, 'entry', { entries: 1 }),
+      at(5, 'exit', { exits: 1 }),
+      at(4, 'environment', { temperature: 21 }),
+    ];
+    await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join('\n')}`);
+    await insertEvents(server, rows);
+    const marks = await onBoth<{ kind: number; min_ts: number; max_ts: number }>(
+      chsql`SELECT kind, toInt32(toUInt32(min_ts) - ${base / 1000}) AS min_ts, toInt32(toUInt32(max_ts) - ${base / 1000}) AS max_ts
+              FROM derive_marks WHERE venue_id = toUUID(${marked}) ORDER BY kind`,
+    );
+    expect(marks.map((m) => [Number(m.kind), Number(m.min_ts), Number(m.max_ts)])).toEqual([
+      [MARK_KIND.sightings, 0, 540],
+      [MARK_KIND.flows, 180, 300],
+    ]);
   });
 
   it('partition the derived tables for the retention job', async () => {

@@ -1,0 +1,108 @@
+/**
+ * bench:derive-round: the derive job's rounds over the data a bench:ingest run left (databases
+ * `venue_bench`), every venue's marks at once, timed two ways on the same data: each venue's marks
+ * as one range for both figures (what a round did before the marks carried their kind, migration
+ * 0012) and by kind (visits where sightings were marked, the occupancy history where door flows
+ * were). The rows written are the same either way; ClickHouse's CPU is read from /proc around each
+ * round and the pipeline's from this process. See benchmarks/README.md.
+ */
+import { createCh } from '../clickhouse/client.js';
+import { marksSince } from '../clickhouse/queries/derive.js';
+import { PLAN_LIMITS } from '../domain/tenants/plans.js';
+import { cliArgs } from '../lib/cli.js';
+import { byVenue, type VenueMarks } from '../pipeline/derive/marks.js';
+import { periodsBetween } from '../pipeline/derive/periods.js';
+import { recomputePeriod, type MarkedRanges, type VenueDeriveContext } from '../pipeline/derive/recompute.js';
+import { createDb } from '../postgres/client.js';
+import { venueProcessorContexts } from '../postgres/queries/venues.js';
+import { benchConfig, cpuSecondsOf, enginePids, machine, round, writeResult } from './lib/harness.js';
+
+const { values: args } = cliArgs(
+  'npm run bench:derive-round --',
+  "Derive rounds over the last bench:ingest run's data: one range per venue against ranges by kind (benchmarks/README.md).",
+  { options: { rounds: { type: 'string', default: '4' } } },
+);
+const ROUNDS = Number(args.rounds);
+
+const { cfg: base } = benchConfig({});
+const pgUrl = new URL(base.DATABASE_URL);
+pgUrl.pathname = '/venue_bench';
+const { cfg } = benchConfig({ DATABASE_URL: pgUrl.toString(), CLICKHOUSE_DATABASE: 'venue_bench' });
+const ch = createCh(cfg, 'venue_bench', { requestTimeoutMs: 600_000 });
+const db = createDb(cfg, 2);
+const marks = byVenue(await marksSince(ch, 0));
+if (marks.length === 0) throw new Error('no marks in venue_bench: run npm run bench:ingest first');
+const contexts = new Map<string, VenueDeriveContext>();
+for (const v of await venueProcessorContexts(
+  db,
+  marks.map((m) => m.venue_id),
+)) {
+  contexts.set(v.id, {
+    operatorId: v.operator_id,
+    venueId: v.id,
+    timezone: v.timezone,
+    resetHour: v.occupancy_reset_hour,
+    retentionDays: PLAN_LIMITS[v.plan].retentionDays,
+    zones: new Map(v.zones.map((z) => [z.id, z.type])),
+  });
+}
+const venues = {
+  total: marks.length,
+  sightingsOnly: marks.filter((m) => !m.ranges.occupancy).length,
+  flowsOnly: marks.filter((m) => !m.ranges.visits).length,
+};
+
+const span = (r: MarkedRanges): [number, number] => {
+  const all = [r.visits, r.occupancy].filter((x) => x !== undefined);
+  return [Math.min(...all.map((x) => x[0])), Math.max(...all.map((x) => x[1]))];
+};
+const MODES = {
+  'one range': (m: VenueMarks): MarkedRanges => ({ visits: span(m.ranges), occupancy: span(m.ranges) }),
+  'by kind': (m: VenueMarks): MarkedRanges => m.ranges,
+};
+type Mode = keyof typeof MODES;
+const clickhouseCpu = () => cpuSecondsOf({ clickhouse: enginePids().clickhouse }).clickhouse!;
+
+async function derive(mode: Mode): Promise<{ clickhouseMs: number; pipelineMs: number; wallMs: number }> {
+  const [c0, p0, w0] = [clickhouseCpu(), process.cpuUsage(), Date.now()];
+  for (const m of marks) {
+    const v = contexts.get(m.venue_id);
+    if (!v) continue;
+    const ranges = MODES[mode](m);
+    const [from, to] = span(ranges);
+    for (const p of periodsBetween(from, to, v.resetHour, v.timezone)) await recomputePeriod(ch, v, p, ranges);
+  }
+  const p = process.cpuUsage(p0);
+  return { clickhouseMs: (clickhouseCpu() - c0) * 1000, pipelineMs: (p.user + p.system) / 1000, wallMs: Date.now() - w0 };
+}
+
+console.log(`bench:derive-round  ${venues.total} venues (${venues.sightingsOnly} sightings only, ${venues.flowsOnly} door flows only)`);
+// A first round writes whatever the job had not yet: the timed ones then write nothing, both ways.
+await derive('by kind');
+const runs: Record<Mode, Awaited<ReturnType<typeof derive>>[]> = { 'one range': [], 'by kind': [] };
+for (let i = 0; i < ROUNDS; i++) for (const mode of Object.keys(MODES) as Mode[]) runs[mode].push(await derive(mode));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const summary = Object.fromEntries(
+  Object.entries(runs).map(([mode, rs]) => {
+    const figures = {
+      clickhouseMs: round(median(rs.map((r) => r.clickhouseMs))),
+      pipelineMs: round(median(rs.map((r) => r.pipelineMs))),
+      wallMs: round(median(rs.map((r) => r.wallMs))),
+      clickhouseMsEach: rs.map((r) => round(r.clickhouseMs)),
+    };
+    console.log(
+      `${mode.padEnd(10)} per round (median of ${ROUNDS}): ClickHouse ${figures.clickhouseMs} ms, pipeline ${figures.pipelineMs} ms, wall ${figures.wallMs} ms`,
+    );
+    return [mode, figures];
+  }),
+);
+const file = writeResult('derive-round', {
+  benchmark: 'derive-round',
+  at: new Date().toISOString(),
+  machine: machine(),
+  settings: { rounds: ROUNDS, venues },
+  results: summary,
+});
+console.log(`written to ${file}`);
+await ch.close();
+await db.end();
