@@ -8,13 +8,11 @@
  */
 import { createCh } from '../clickhouse/client.js';
 import { marksSince } from '../clickhouse/queries/derive.js';
-import { PLAN_LIMITS } from '../domain/tenants/plans.js';
 import { cliArgs } from '../lib/cli.js';
-import { byVenue, type VenueMarks } from '../pipeline/derive/marks.js';
+import { byVenue, deriveContexts, type VenueMarks } from '../pipeline/derive/marks.js';
 import { periodsBetween } from '../pipeline/derive/periods.js';
-import { recomputePeriod, type MarkedRanges, type VenueDeriveContext } from '../pipeline/derive/recompute.js';
+import { recomputePeriod, type MarkedRanges } from '../pipeline/derive/recompute.js';
 import { createDb } from '../postgres/client.js';
-import { venueProcessorContexts } from '../postgres/queries/venues.js';
 import { benchConfig, cpuSecondsOf, enginePids, machine, round, writeResult } from './lib/harness.js';
 
 const { values: args } = cliArgs(
@@ -32,20 +30,7 @@ const ch = createCh(cfg, 'venue_bench', { requestTimeoutMs: 600_000 });
 const db = createDb(cfg, 2);
 const marks = byVenue(await marksSince(ch, 0));
 if (marks.length === 0) throw new Error('no marks in venue_bench: run npm run bench:ingest first');
-const contexts = new Map<string, VenueDeriveContext>();
-for (const v of await venueProcessorContexts(
-  db,
-  marks.map((m) => m.venue_id),
-)) {
-  contexts.set(v.id, {
-    operatorId: v.operator_id,
-    venueId: v.id,
-    timezone: v.timezone,
-    resetHour: v.occupancy_reset_hour,
-    retentionDays: PLAN_LIMITS[v.plan].retentionDays,
-    zones: new Map(v.zones.map((z) => [z.id, z.type])),
-  });
-}
+const contexts = await deriveContexts(db, marks);
 const venues = {
   total: marks.length,
   sightingsOnly: marks.filter((m) => !m.ranges.occupancy).length,

@@ -1,14 +1,12 @@
 import type pg from 'pg';
 import type { Ch } from '../../clickhouse/client.js';
 import { allEventsAsMarks, dropOldMarks, marksSince, progressCursor, saveProgress, serverNow } from '../../clickhouse/queries/derive.js';
-import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
 import type { Logger } from '../../lib/logger.js';
 import { every } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
-import { venueProcessorContexts } from '../../postgres/queries/venues.js';
 import { periodsBetween } from './periods.js';
-import { byVenue, type VenueMarks } from './marks.js';
-import { recomputePeriod, type VenueDeriveContext } from './recompute.js';
+import { byVenue, deriveContexts } from './marks.js';
+import { recomputePeriod } from './recompute.js';
 
 /**
  * The derive job (docs/processors.md#derived-from-the-raw-table): every `intervalMs` it reads the
@@ -98,26 +96,6 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     return true;
   };
 
-  const contexts = async (marks: VenueMarks[]): Promise<Map<string, VenueDeriveContext>> => {
-    const out = new Map<string, VenueDeriveContext>();
-    if (marks.length === 0) return out;
-    for (const v of await venueProcessorContexts(
-      opts.db,
-      marks.map((m) => m.venue_id),
-    )) {
-      if (!v.is_active) continue;
-      out.set(v.id, {
-        operatorId: v.operator_id,
-        venueId: v.id,
-        timezone: v.timezone,
-        resetHour: v.occupancy_reset_hour,
-        retentionDays: PLAN_LIMITS[v.plan].retentionDays,
-        zones: new Map(v.zones.map((z) => [z.id, z.type])),
-      });
-    }
-    return out;
-  };
-
   const round = async () => {
     stats.leading = await lead();
     if (!stats.leading) return;
@@ -128,7 +106,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
       (m) => !seen.has(m.mark_id),
     );
     const marks = byVenue(fresh);
-    const venues = await contexts(marks);
+    const venues = await deriveContexts(opts.db, marks);
     const done = { periods: 0, rows: 0, visits: 0, occupancy: 0 };
     for (const m of marks) {
       const v = venues.get(m.venue_id);

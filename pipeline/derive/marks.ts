@@ -1,5 +1,8 @@
 import { MARK_KIND, type Mark } from '../../clickhouse/queries/derive.js';
-import type { MarkedRanges } from './recompute.js';
+import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
+import type { Db } from '../../postgres/client.js';
+import { venueProcessorContexts } from '../../postgres/queries/venues.js';
+import type { MarkedRanges, VenueDeriveContext } from './recompute.js';
 
 /** A venue's marks of a round: the event times (epoch ms) their sightings and their door flows span. */
 export interface VenueMarks {
@@ -23,4 +26,25 @@ export function byVenue(marks: Mark[]): VenueMarks[] {
     if (m.kind !== MARK_KIND.sightings) o.ranges.occupancy = widen(o.ranges.occupancy, from, to);
   }
   return [...out.values()];
+}
+
+/** What the derive job needs of the marked venues that are still active, by venue id (from Postgres). */
+export async function deriveContexts(db: Db, marks: readonly VenueMarks[]): Promise<Map<string, VenueDeriveContext>> {
+  const out = new Map<string, VenueDeriveContext>();
+  if (marks.length === 0) return out;
+  for (const v of await venueProcessorContexts(
+    db,
+    marks.map((m) => m.venue_id),
+  )) {
+    if (!v.is_active) continue;
+    out.set(v.id, {
+      operatorId: v.operator_id,
+      venueId: v.id,
+      timezone: v.timezone,
+      resetHour: v.occupancy_reset_hour,
+      retentionDays: PLAN_LIMITS[v.plan].retentionDays,
+      zones: new Map(v.zones.map((z) => [z.id, z.type])),
+    });
+  }
+  return out;
 }

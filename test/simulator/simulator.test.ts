@@ -365,7 +365,9 @@ describe('fleet simulator against a real API', () => {
       flushMs: 1_000,
       stopping: () => stop,
     });
-    expect(Date.now() - began).toBeLessThan(10_000);
+    // Well below a batch's 60 s request timeout, above one ingest answer on a loaded machine (one
+    // full run beside two other e2e files and a starting ClickHouse cluster took 18 s to stop).
+    expect(Date.now() - began).toBeLessThan(30_000);
   });
 
   it('honours 429 Retry-After: waits for the window, resends, and the batch is stored once', async () => {
