@@ -9,7 +9,7 @@
 import { createCh } from '../clickhouse/client.js';
 import { marksSince } from '../clickhouse/queries/derive.js';
 import { cliArgs } from '../lib/cli.js';
-import { byVenue, deriveContexts, type VenueMarks } from '../pipeline/derive/marks.js';
+import { byVenue, deriveContexts, markedSpan, type VenueMarks } from '../pipeline/derive/marks.js';
 import { periodsBetween } from '../pipeline/derive/periods.js';
 import { recomputePeriod, type MarkedRanges } from '../pipeline/derive/recompute.js';
 import { createDb } from '../postgres/client.js';
@@ -37,12 +37,8 @@ const venues = {
   flowsOnly: marks.filter((m) => !m.ranges.visits).length,
 };
 
-const span = (r: MarkedRanges): [number, number] => {
-  const all = [r.visits, r.occupancy].filter((x) => x !== undefined);
-  return [Math.min(...all.map((x) => x[0])), Math.max(...all.map((x) => x[1]))];
-};
 const MODES = {
-  'one range': (m: VenueMarks): MarkedRanges => ({ visits: span(m.ranges), occupancy: span(m.ranges) }),
+  'one range': (m: VenueMarks): MarkedRanges => ({ visits: markedSpan(m.ranges), occupancy: markedSpan(m.ranges) }),
   'by kind': (m: VenueMarks): MarkedRanges => m.ranges,
 };
 type Mode = keyof typeof MODES;
@@ -54,8 +50,7 @@ async function derive(mode: Mode): Promise<{ clickhouseMs: number; pipelineMs: n
     const v = contexts.get(m.venue_id);
     if (!v) continue;
     const ranges = MODES[mode](m);
-    const [from, to] = span(ranges);
-    for (const p of periodsBetween(from, to, v.resetHour, v.timezone)) await recomputePeriod(ch, v, p, ranges);
+    for (const p of periodsBetween(...markedSpan(ranges), v.resetHour, v.timezone)) await recomputePeriod(ch, v, p, ranges);
   }
   const p = process.cpuUsage(p0);
   return { clickhouseMs: (clickhouseCpu() - c0) * 1000, pipelineMs: (p.user + p.system) / 1000, wallMs: Date.now() - w0 };

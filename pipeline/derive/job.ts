@@ -5,7 +5,7 @@ import type { Logger } from '../../lib/logger.js';
 import { every } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
 import { periodsBetween } from './periods.js';
-import { byVenue, deriveContexts } from './marks.js';
+import { byVenue, deriveContexts, markedSpan } from './marks.js';
 import { recomputePeriod } from './recompute.js';
 
 /**
@@ -112,9 +112,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
       const v = venues.get(m.venue_id);
       // A deleted venue keeps its history as it was; events of another operator's venue never count.
       if (!v || v.operatorId !== m.operator_id) continue;
-      const all = [m.ranges.visits, m.ranges.occupancy].filter((r) => r !== undefined);
-      const [seenFrom, seenTo] = [Math.min(...all.map((r) => r[0])), Math.max(...all.map((r) => r[1]))];
-      for (const p of periodsBetween(seenFrom, seenTo, v.resetHour, v.timezone)) {
+      for (const p of periodsBetween(...markedSpan(m.ranges), v.resetHour, v.timezone)) {
         const { visits, occupancy } = await recomputePeriod(opts.ch, v, p, m.ranges);
         if (visits === undefined && occupancy === undefined) continue;
         done.periods++;

@@ -14,6 +14,12 @@ export interface VenueMarks {
 const widen = (r: [number, number] | undefined, from: number, to: number): [number, number] =>
   r ? [Math.min(r[0], from), Math.max(r[1], to)] : [from, to];
 
+/** The event times (epoch ms) a venue's marked ranges span together: the periods a round visits. */
+export function markedSpan(r: MarkedRanges): [number, number] {
+  const all = [r.visits, r.occupancy].filter((x) => x !== undefined);
+  return [Math.min(...all.map((x) => x[0])), Math.max(...all.map((x) => x[1]))];
+}
+
 /** One entry per venue (and operator) spanning all of its marks' event times, by what they can change. */
 export function byVenue(marks: Mark[]): VenueMarks[] {
   const out = new Map<string, VenueMarks>();

@@ -100,6 +100,27 @@ describe('the derive job on a database migrated from 0009', () => {
       expect(series.occupancy!.filter((p) => p.value !== null).map((p) => [p.ts, p.value])).toEqual(
         [...maxByHour].sort((a, b) => a[0] - b[0]),
       );
+
+      // Marks by kind (migration 0012): new sightings recompute the visits only, new door flows the
+      // occupancy history only (this database holds this venue's marks alone).
+      const later = (e: ReturnType<typeof event>, i: number) =>
+        toRow(
+          e,
+          { topic: 'upgrade', partition: 0, offset: String(10_000 + i), index: 0 },
+          { timezone: 'America/New_York', retentionDays: 365 },
+        );
+      const counts = () => ({ visits: job.stats.visitPeriods, occupancy: job.stats.occupancyPeriods });
+      let before = counts();
+      await insertEvents(ch, [later(event({ ...v, ts: now - 10 * MINUTE, type: 'device_seen', device: deviceId('upgrade-late') }), 0)]);
+      await job.runOnce();
+      expect(counts()).toEqual({ visits: before.visits + 1, occupancy: before.occupancy });
+      before = counts();
+      await insertEvents(ch, [
+        later(event({ ...v, ts: now - 9 * MINUTE, type: 'entry', zoneId: v.zones.door!, metrics: { entries: 1 } }), 1),
+      ]);
+      await job.runOnce();
+      expect(counts()).toEqual({ visits: before.visits, occupancy: before.occupancy + 1 });
+      expect(job.stats.failures).toBe(0);
     } finally {
       await job.stop();
       await engine.exec(`DROP DATABASE IF EXISTS ${database}`);

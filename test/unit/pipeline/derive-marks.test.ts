@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MARK_KIND, type Mark } from '../../../clickhouse/queries/derive.js';
-import { byVenue } from '../../../pipeline/derive/marks.js';
+import { byVenue, markedSpan } from '../../../pipeline/derive/marks.js';
 
 const mark = (venue: string, kind: number, min: number, max: number, operator = 'op-1'): Mark => ({
   mark_id: `${venue}-${kind}-${min}`,
@@ -34,5 +34,12 @@ describe("a round's marks, per venue", () => {
   it("keep another operator's marks for the same venue id apart (the job then skips them)", () => {
     const got = byVenue([mark('a', MARK_KIND.flows, 1, 2, 'op-1'), mark('a', MARK_KIND.flows, 3, 4, 'op-2')]);
     expect(got.map((m) => m.operator_id)).toEqual(['op-1', 'op-2']);
+  });
+});
+
+describe("the span of a venue's marked ranges", () => {
+  it('covers both kinds, or the one there is', () => {
+    expect(markedSpan({ visits: [5, 9], occupancy: [1, 7] })).toEqual([1, 9]);
+    expect(markedSpan({ occupancy: [3, 4] })).toEqual([3, 4]);
   });
 });
