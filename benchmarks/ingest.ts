@@ -8,7 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createCh, chRows, chsql } from '../clickhouse/client.js';
-import { progressCursor, serverNow } from '../clickhouse/queries/derive.js';
+import { deriveCaughtUp, serverNow } from '../clickhouse/queries/derive.js';
 import { repoPath } from '../lib/paths.js';
 import { derivedTopicNames, topicNames } from '../lib/topology.js';
 import { createKafka } from '../lib/kafka.js';
@@ -382,10 +382,10 @@ for (const name of ['occupancy', 'health']) {
   processorLag[name] = { lagMessagesAtLoadEnd: lagAtLoadEnd, lagEventsAtLoadEnd: round(lagAtLoadEnd * eventsPerMessage, 0), catchUpMs };
 }
 // The derive job (visits, loyalty, occupancy history from the raw table): caught up once a round
-// that started after the last event was stored has finished.
+// that started after the last event was stored has finished and carried nothing over.
 let deriveCatchUpMs: number | null = null;
 while (performance.now() - loadEnded < 300_000) {
-  if (((await progressCursor(chBench, 'derive')) ?? 0) > storedAtSec + 1) {
+  if (await deriveCaughtUp(chBench, 'derive', storedAtSec + 1)) {
     deriveCatchUpMs = round(performance.now() - loadEnded, 0);
     break;
   }

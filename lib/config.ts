@@ -194,6 +194,8 @@ const configSchema = z.object({
   PROCESSOR_TICK_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /** Pause between the derive job's rounds (visits and occupancy history recomputed from the raw table). */
   DERIVE_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  /** A derive round starts no more venue periods after this long (each operator's first still runs); the rest carry over. */
+  DERIVE_ROUND_BUDGET_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
   /** Whether the pipeline process runs the vendor pollers (UniFi, Verkada, Aruba ALE; docs/connectors/polling.md). */
   POLLERS_ENABLED: bool.default(true),
   /** Replaces the Verkada API host chosen by an integration's region: for tests and private proxies only. */

@@ -39,6 +39,8 @@ export interface EveryOptions {
    * interval skips the ticks it covered); by default the next run starts `ms` after one ends.
    */
   fromStart?: boolean;
+  /** The pause before the next run, asked after each run (a job with work left can come back at once); `ms` when absent. */
+  pause?: () => number;
 }
 
 /**
@@ -60,7 +62,7 @@ export function every(ms: number, work: () => Promise<unknown> | unknown, opts: 
       }
     })().finally(() => {
       running = undefined;
-      if (!stopped) schedule(opts.fromStart ? ms - ((Date.now() - started) % ms) : ms);
+      if (!stopped) schedule(opts.pause ? opts.pause() : opts.fromStart ? ms - ((Date.now() - started) % ms) : ms);
     });
   };
   const schedule = (delayMs: number) => {

@@ -63,7 +63,13 @@ const alarmRules = await runAlarmRules({
   publisher: services.publisher,
   prefix: cfg.KAFKA_TOPIC_PREFIX,
 });
-const derive = startDeriveJob({ ch: services.ch, db: services.db, log, intervalMs: cfg.DERIVE_INTERVAL_MS });
+const derive = startDeriveJob({
+  ch: services.ch,
+  db: services.db,
+  log,
+  intervalMs: cfg.DERIVE_INTERVAL_MS,
+  roundBudgetMs: cfg.DERIVE_ROUND_BUDGET_MS,
+});
 metrics.observeDerive(derive.stats);
 const housekeepingCh = createHousekeepingCh(cfg, log);
 const housekeeping = scheduleHousekeeping(housekeepingCh, log, { onPartition: metrics.observeHousekeeping });

@@ -72,6 +72,8 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     'Venue periods whose occupancy history was recomputed (they had new door flows)',
     (s) => s.occupancyPeriods,
   );
+  deriveGauge('derive_carried_periods', 'Venue periods a round left to the next (its time budget was spent)', (s) => s.carriedPeriods);
+  deriveGauge('derive_backlog_periods', 'Venue periods the last round left to the next', (s) => s.backlogPeriods);
   deriveGauge('derive_rows_written', 'Derived rows (visits, occupancy points) written or removed', (s) => s.rowsWritten);
   deriveGauge('derive_last_round_seconds', 'Duration of the last derive round', (s) => s.lastRoundMs / 1000);
   deriveGauge('derive_lag_seconds', 'Age of the derive cursor at the end of the last round', (s) => s.lagSeconds);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { chRows, chsql, insertRows, raw, type Ch, type ChSql } from '../client.js';
 import { operatorRows } from './operator-rows.js';
 
@@ -62,6 +63,41 @@ export async function progressCursor(ch: Ch, name: string): Promise<number | und
     chsql`SELECT toUInt32(argMax(cursor, version)) AS cursor, count() AS n FROM derive_progress WHERE name = ${name} HAVING n > 0`,
   );
   return row ? Number(row.cursor) : undefined;
+}
+
+/** A mark the derive job writes itself: a venue's periods a round carried over to the next. */
+export interface CarriedMark {
+  operator_id: string;
+  venue_id: string;
+  min_ts: number;
+  max_ts: number;
+  kind: number;
+}
+
+/** Inserted as of `atSec` (the next round's cursor), so the next round reads them. */
+export async function insertCarriedMarks(ch: Ch, marks: readonly CarriedMark[], atSec: number): Promise<void> {
+  if (marks.length === 0) return;
+  await insertRows(
+    ch,
+    'derive_marks',
+    marks.map((m) => ({ mark_id: randomBytes(6).readUIntBE(0, 6), ...m, inserted_at: atSec })),
+  );
+}
+
+/**
+ * Whether the job `name` has finished a round that started after `sinceSec` and left nothing for
+ * the next: no mark is inserted at or after its cursor (a round that carries periods over marks
+ * them as of the cursor it saves). A round that starts in the second a carrying one did answers
+ * no until the next: late, never early.
+ */
+export async function deriveCaughtUp(ch: Ch, name: string, sinceSec: number): Promise<boolean> {
+  const cursor = await progressCursor(ch, name);
+  if (cursor === undefined || cursor <= sinceSec) return false;
+  const [row] = await chRows<{ n: number }>(
+    ch,
+    chsql`SELECT count() AS n FROM derive_marks WHERE inserted_at >= toDateTime(${cursor}, 'UTC')`,
+  );
+  return Number(row!.n) === 0;
 }
 
 export async function saveProgress(ch: Ch, name: string, cursorSec: number, version: number): Promise<void> {

@@ -1,12 +1,21 @@
 import type pg from 'pg';
 import type { Ch } from '../../clickhouse/client.js';
-import { allEventsAsMarks, dropOldMarks, marksSince, progressCursor, saveProgress, serverNow } from '../../clickhouse/queries/derive.js';
+import {
+  allEventsAsMarks,
+  dropOldMarks,
+  insertCarriedMarks,
+  marksSince,
+  progressCursor,
+  saveProgress,
+  serverNow,
+} from '../../clickhouse/queries/derive.js';
 import type { Logger } from '../../lib/logger.js';
 import { every } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
-import { periodsBetween } from './periods.js';
-import { byVenue, deriveContexts, markedSpan } from './marks.js';
-import { recomputePeriod } from './recompute.js';
+import { byVenue, carriedMarks, deriveContexts, markedSpan, type VenueMarks } from './marks.js';
+import { periodsBetween, type Period } from './periods.js';
+import { recomputePeriod, type VenueDeriveContext } from './recompute.js';
+import { runFairly } from './schedule.js';
 
 /**
  * The derive job (docs/processors.md#derived-from-the-raw-table): every `intervalMs` it reads the
@@ -25,9 +34,12 @@ export interface DeriveStats {
   /** Venue periods whose visits (new sightings) and whose occupancy history (new door flows) were recomputed. */
   visitPeriods: number;
   occupancyPeriods: number;
+  /** Venue periods rounds left for the next one (their round ran out of time), in all and in the last round. */
+  carriedPeriods: number;
+  backlogPeriods: number;
   /** How long the last successful round took. */
   lastRoundMs: number;
-  /** The cursor's age at the end of the last successful round, seconds (0 while leading and current). */
+  /** How far behind the last successful round left the history, seconds: the cursor's age, or while rounds carry periods over, the time since the first of them began. */
   lagSeconds: number;
   leading: boolean;
 }
@@ -37,6 +49,8 @@ export interface DeriveJobOptions {
   db: Db;
   log: Logger;
   intervalMs: number;
+  /** A round starts no more periods after this long, but each operator's first (schedule.ts); the rest carry over. Unbounded when absent. */
+  roundBudgetMs?: number;
   /** The progress row's name (tests run several jobs on one database). */
   name?: string;
 }
@@ -54,6 +68,12 @@ export const MARK_OVERLAP_S = 30;
 const MARK_KEEP_S = 2 * 86_400;
 const LOCK_KEY = 0x64657276; // 'derv'
 
+interface Work {
+  marks: VenueMarks;
+  venue: VenueDeriveContext;
+  period: Period;
+}
+
 export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   const name = opts.name ?? 'derive';
   const log = opts.log.child({ component: 'derive' });
@@ -64,6 +84,8 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     rowsWritten: 0,
     visitPeriods: 0,
     occupancyPeriods: 0,
+    carriedPeriods: 0,
+    backlogPeriods: 0,
     lastRoundMs: 0,
     lagSeconds: 0,
     leading: false,
@@ -72,6 +94,8 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   let running: Promise<void> = Promise.resolve();
   /** Marks of the overlap already recomputed (id → insert time): each is handled once while this process leads. */
   const seen = new Map<string, number>();
+  /** The start of the first round in a row that carried periods over. */
+  let behindSince: number | undefined;
 
   const lead = async (): Promise<boolean> => {
     if (lock) return true;
@@ -107,20 +131,29 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     );
     const marks = byVenue(fresh);
     const venues = await deriveContexts(opts.db, marks);
-    const done = { periods: 0, rows: 0, visits: 0, occupancy: 0 };
+    const queues = new Map<string, Work[]>();
     for (const m of marks) {
       const v = venues.get(m.venue_id);
       // A deleted venue keeps its history as it was; events of another operator's venue never count.
       if (!v || v.operatorId !== m.operator_id) continue;
-      for (const p of periodsBetween(...markedSpan(m.ranges), v.resetHour, v.timezone)) {
-        const { visits, occupancy } = await recomputePeriod(opts.ch, v, p, m.ranges);
-        if (visits === undefined && occupancy === undefined) continue;
-        done.periods++;
-        done.rows += (visits ?? 0) + (occupancy ?? 0);
-        if (visits !== undefined) done.visits++;
-        if (occupancy !== undefined) done.occupancy++;
-      }
+      let q = queues.get(m.operator_id);
+      if (!q) queues.set(m.operator_id, (q = []));
+      for (const period of periodsBetween(...markedSpan(m.ranges), v.resetHour, v.timezone)) q.push({ marks: m, venue: v, period });
     }
+    // Newest periods first: today's figures before a backfill's.
+    for (const q of queues.values()) q.sort((a, b) => b.period.start - a.period.start);
+    const done = { periods: 0, rows: 0, visits: 0, occupancy: 0 };
+    const left = await runFairly(queues, opts.roundBudgetMs ?? Infinity, async ({ marks: m, venue: v, period: p }) => {
+      const { visits, occupancy } = await recomputePeriod(opts.ch, v, p, m.ranges);
+      if (visits === undefined && occupancy === undefined) return;
+      done.periods++;
+      done.rows += (visits ?? 0) + (occupancy ?? 0);
+      if (visits !== undefined) done.visits++;
+      if (occupancy !== undefined) done.occupancy++;
+    });
+    // Written before the cursor moves past the marks they stand for: a crash between the two
+    // recomputes those periods twice (idempotent), never not at all.
+    await insertCarriedMarks(opts.ch, carriedMarks(left), now);
     await saveProgress(opts.ch, name, now, Date.now());
     for (const m of fresh) seen.set(m.mark_id, m.inserted_at);
     for (const [id, at] of seen) if (at < now - 2 * MARK_OVERLAP_S) seen.delete(id);
@@ -130,8 +163,16 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     stats.rowsWritten += done.rows;
     stats.visitPeriods += done.visits;
     stats.occupancyPeriods += done.occupancy;
+    stats.carriedPeriods += left.length;
+    stats.backlogPeriods = left.length;
+    behindSince = left.length > 0 ? (behindSince ?? now) : undefined;
     stats.lastRoundMs = Date.now() - started;
-    stats.lagSeconds = Math.max(0, Math.round(Date.now() / 1000) - now);
+    stats.lagSeconds = Math.max(0, Math.round(Date.now() / 1000) - (behindSince ?? now));
+    if (left.length > 0)
+      log.info(
+        { carried: left.length, operators: new Set(left.map((w) => w.venue.operatorId)).size, ms: stats.lastRoundMs },
+        'derive: round budget spent; periods carried over to the next round, which starts at once',
+      );
     if (cursor === undefined)
       log.info({ venues: marks.length, periods: done.periods, rows: done.rows }, 'derive: first run rebuilt every stored venue period');
   };
@@ -145,7 +186,10 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   };
 
   // runOnce reports its own failures; `every` starts the next round an interval after one ends.
-  const rounds = every(opts.intervalMs, runOnce, { onError: () => undefined });
+  const rounds = every(opts.intervalMs, runOnce, {
+    onError: () => undefined,
+    pause: () => (stats.backlogPeriods > 0 ? 0 : opts.intervalMs),
+  });
 
   return {
     stats,

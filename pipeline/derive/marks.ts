@@ -1,7 +1,8 @@
-import { MARK_KIND, type Mark } from '../../clickhouse/queries/derive.js';
+import { MARK_KIND, type CarriedMark, type Mark } from '../../clickhouse/queries/derive.js';
 import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
 import type { Db } from '../../postgres/client.js';
 import { venueProcessorContexts } from '../../postgres/queries/venues.js';
+import type { Period } from './periods.js';
 import type { MarkedRanges, VenueDeriveContext } from './recompute.js';
 
 /** A venue's marks of a round: the event times (epoch ms) their sightings and their door flows span. */
@@ -32,6 +33,27 @@ export function byVenue(marks: Mark[]): VenueMarks[] {
     if (m.kind !== MARK_KIND.sightings) o.ranges.occupancy = widen(o.ranges.occupancy, from, to);
   }
   return [...out.values()];
+}
+
+/**
+ * Marks for the periods a round did not reach: per venue and kind, its marked range cut to the
+ * span of those periods. A round takes a venue's newest periods first, so the ones left are its
+ * oldest; should they not be contiguous, the span covers more than they need, never less.
+ */
+export function carriedMarks(left: ReadonlyArray<{ marks: VenueMarks; period: Period }>): CarriedMark[] {
+  const spans = new Map<VenueMarks, [number, number]>();
+  for (const { marks, period } of left) spans.set(marks, widen(spans.get(marks), period.start, period.end - 1));
+  const out: CarriedMark[] = [];
+  for (const [m, [from, to]] of spans) {
+    const add = (r: [number, number] | undefined, kind: number) => {
+      const [a, b] = r ? [Math.max(r[0], from), Math.min(r[1], to)] : [1, 0];
+      if (a <= b)
+        out.push({ operator_id: m.operator_id, venue_id: m.venue_id, min_ts: Math.floor(a / 1000), max_ts: Math.floor(b / 1000), kind });
+    };
+    add(m.ranges.visits, MARK_KIND.sightings);
+    add(m.ranges.occupancy, MARK_KIND.flows);
+  }
+  return out;
 }
 
 /** What the derive job needs of the marked venues that are still active, by venue id (from Postgres). */

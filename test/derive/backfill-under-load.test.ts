@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chRows, chsql } from '../../clickhouse/client.js';
-import { progressCursor, serverNow } from '../../clickhouse/queries/derive.js';
+import { deriveCaughtUp, serverNow } from '../../clickhouse/queries/derive.js';
 import { venueDwell } from '../../domain/analytics/dwell.js';
 import { predictOccupancy } from '../../domain/analytics/predictions.js';
 import { visitorScoring } from '../../domain/analytics/scoring.js';
@@ -89,7 +89,7 @@ async function settled(f: Fleet, accepted: number): Promise<void> {
     180_000,
   );
   const stored = await serverNow(ch);
-  await waitFor('a derive round after the last insert', async () => ((await progressCursor(ch, 'derive')) ?? 0) > stored + 1, 180_000);
+  await waitFor('a derive round after the last insert, carrying nothing over', () => deriveCaughtUp(ch, 'derive', stored + 1), 180_000);
 }
 
 /** Everything the analytics endpoints answer for the fleet's venues, as of START. */

@@ -70,6 +70,8 @@ describe('the derive job’s and the live figures’ metrics', () => {
       rowsWritten: 340,
       visitPeriods: 9,
       occupancyPeriods: 5,
+      carriedPeriods: 7,
+      backlogPeriods: 2,
       lastRoundMs: 250,
       lagSeconds: 4,
       leading: true,
@@ -84,6 +86,8 @@ describe('the derive job’s and the live figures’ metrics', () => {
     expect(valueOf(lines, 'derive_rows_written{')).toBe(340);
     expect(valueOf(lines, 'derive_visit_periods{')).toBe(9);
     expect(valueOf(lines, 'derive_occupancy_periods{')).toBe(5);
+    expect(valueOf(lines, 'derive_carried_periods{')).toBe(7);
+    expect(valueOf(lines, 'derive_backlog_periods{')).toBe(2);
     expect(valueOf(lines, 'derive_last_round_seconds{')).toBe(0.25);
     expect(valueOf(lines, 'derive_lag_seconds{')).toBe(4);
     expect(valueOf(lines, 'derive_leading{')).toBe(1);

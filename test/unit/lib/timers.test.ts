@@ -45,6 +45,24 @@ describe('every', () => {
     expect(starts.map((t) => t - t0)).toEqual([0, 100, 300, 400]);
   });
 
+  it('asks `pause` after each run for the wait before the next (a job with work left comes back at once)', async () => {
+    const starts: number[] = [];
+    let left = 2;
+    const job = every(
+      100,
+      async () => {
+        starts.push(Date.now());
+        await pause(10);
+        if (left > 0) left--;
+      },
+      { onError: () => undefined, pause: () => (left > 0 ? 0 : 100) },
+    );
+    const t0 = Date.now();
+    await vi.advanceTimersByTimeAsync(350);
+    await job.stop();
+    expect(starts.map((t) => t - t0)).toEqual([100, 111, 221, 331]); // setTimeout(0) waits 1 ms
+  });
+
   it('reports a failed run and keeps going', async () => {
     const errors: unknown[] = [];
     let runs = 0;

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chRows, chsql, createCh, type Ch } from '../../clickhouse/client.js';
+import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
+import { deriveCaughtUp } from '../../clickhouse/queries/derive.js';
+import { insertEvents } from '../../clickhouse/queries/events.js';
+import { venueDwell } from '../../domain/analytics/dwell.js';
+import { getTelemetry } from '../../domain/telemetry/telemetry.js';
+import { JsonStream } from '../../lib/json-stream.js';
+import { createLogger } from '../../lib/logger.js';
+import { startDeriveJob, type RunningDerive } from '../../pipeline/derive/job.js';
+import { toRow } from '../../pipeline/sink/rows.js';
+import { createDb, type Db } from '../../postgres/client.js';
+import { testConfig } from '../support/env.js';
+import { deviceId, event, newVenue } from '../processors/harness.js';
+import { DAY, HOUR, MINUTE, oracleDwell, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
+
+/**
+ * One operator's backfill does not hold back another's figures (docs/processors.md#derived-from-the-raw-table):
+ * a round shares its time between operators, runs every operator's newest period, and carries the
+ * periods it did not reach over to the next round as marks. With no time at all to share (budget 0),
+ * a round does one period per operator: the other operator's new events are in the first round's
+ * figures, the backfill's days arrive newest first, one a round, and end equal to the oracle.
+ */
+const TZ = 'UTC';
+const RESET = 4;
+const cfg = testConfig();
+const database = `${cfg.CLICKHOUSE_DATABASE}_budget_${Date.now()}`;
+let admin: Ch;
+let ch: Ch;
+let db: Db;
+let job: RunningDerive;
+
+beforeAll(async () => {
+  admin = createCh(cfg, null);
+  await migrateClickhouse(serverExecutor(admin), database);
+  ch = createCh(cfg, database);
+  db = createDb(cfg, 2);
+  job = startDeriveJob({ ch, db, log: createLogger('derive-budget', cfg.LOG_LEVEL), intervalMs: 3_600_000, roundBudgetMs: 0 });
+}, 60_000);
+
+afterAll(async () => {
+  await job?.stop();
+  await admin?.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+  await ch?.close();
+  await admin?.close();
+  await db?.end();
+});
+
+type Venue = Awaited<ReturnType<typeof newVenue>>;
+
+/** Two devices' visits and a door's flows, every 40 minutes from `from` for `hours`. */
+function traffic(v: Venue, tag: string, from: number, hours: number) {
+  const sightings: Sighting[] = [];
+  const doors: DoorEvent[] = [];
+  const events = [];
+  for (let ts = from; ts < from + hours * HOUR; ts += 40 * MINUTE) {
+    const device = deviceId(`${tag}-${Math.floor(ts / (40 * MINUTE)) % 2}`);
+    for (const t of [ts, ts + 4 * MINUTE]) {
+      sightings.push({ ts: t, device, zone: null, left: false });
+      events.push(event({ ...v, ts: t, type: 'device_seen', device }));
+    }
+    const door = event({ ...v, ts: ts + MINUTE, type: 'entry', zoneId: v.zones.door!, metrics: { entries: 1 } });
+    doors.push({ ts: door.ts, id: door.id, kind: 'entry', amount: 1, forVenue: true });
+    events.push(door);
+  }
+  return { sightings, doors, events };
+}
+
+const store = (events: ReturnType<typeof event>[]) =>
+  insertEvents(
+    ch,
+    events.map((e, i) => toRow(e, { topic: 'budget', partition: 0, offset: String(i), index: 0 }, { timezone: TZ, retentionDays: 365 })),
+  );
+
+const visitDays = async (v: Venue) =>
+  (
+    await chRows<{ day: string }>(
+      ch,
+      chsql`SELECT DISTINCT toString(day) AS day FROM derived_visits WHERE venue_id = toUUID(${v.venueId}) ORDER BY day`,
+    )
+  ).map((r) => r.day);
+
+async function figures(v: Venue, from: number, now: number) {
+  const deps = { db, ch };
+  const dwell = await venueDwell(deps, v.operatorId, { id: v.venueId, range: '7d' }, now);
+  const answer = await getTelemetry(deps, v.operatorId, v.venueId, {
+    keys: ['occupancy'],
+    startTs: from - HOUR,
+    endTs: now,
+    interval: HOUR,
+    agg: 'MAX',
+    fill: 'none',
+  });
+  const series = (answer instanceof JsonStream ? JSON.parse((await answer.textUpTo(Infinity))!) : answer) as Record<
+    string,
+    Array<{ ts: number; value: number }>
+  >;
+  return { dwell: dwell.zones[0]!.buckets.map((b) => b.count), occupancy: series.occupancy!.map((p) => [p.ts, p.value]) };
+}
+
+function expected(t: ReturnType<typeof traffic>, from: number, now: number) {
+  const maxByHour = new Map<number, number>();
+  for (const p of oracleOccupancy(t.doors, RESET, TZ).filter((x) => x.ts >= from - HOUR)) {
+    const h = Math.floor(p.ts / HOUR) * HOUR;
+    maxByHour.set(h, Math.max(maxByHour.get(h) ?? 0, p.value));
+  }
+  return {
+    dwell: oracleDwell(oracleVisits(t.sightings, RESET, TZ), now, 7).get('')!,
+    occupancy: [...maxByHour].sort((a, b) => a[0] - b[0]),
+  };
+}
+
+describe('a derive round with its time spent', () => {
+  it("keeps another operator's figures current while a backfill's days carry over, newest first", async () => {
+    await job.runOnce(); // the first round (no cursor yet) of an empty database
+    const now = Date.now();
+    // The other operator's traffic: two hours, then one more, inside the period before the current one.
+    const liveFrom = Math.floor((now - RESET * HOUR) / DAY) * DAY + RESET * HOUR - DAY + 8 * HOUR;
+    const zones = [{ slug: 'door', type: 'entrance' }];
+    const [big, small] = [
+      await newVenue(db, { timezone: TZ, resetHour: RESET, zones }),
+      await newVenue(db, { timezone: TZ, resetHour: RESET, zones }),
+    ];
+    const backfillFrom = Math.floor((now - 5 * DAY) / DAY) * DAY + 6 * HOUR;
+    const backfill = traffic(big, 'big', backfillFrom, 5 * 24 - 8);
+    const live = traffic(small, 'small', liveFrom, 2);
+    await store([...backfill.events, ...live.events]);
+    const bigDays = new Set(backfill.sightings.map((s) => new Date(s.ts - RESET * HOUR).toISOString().slice(0, 10)));
+    expect(bigDays.size).toBeGreaterThanOrEqual(5);
+
+    const rounds = job.stats.rounds;
+    await job.runOnce();
+    expect(job.stats.failures).toBe(0);
+    expect(job.stats.backlogPeriods).toBe(bigDays.size - 1);
+    expect(await deriveCaughtUp(ch, 'derive', 0)).toBe(false);
+    expect(await figures(small, liveFrom, now)).toEqual(expected(live, liveFrom, now));
+    const newest = [...bigDays].sort().at(-1)!;
+    expect(await visitDays(big)).toEqual([newest]);
+
+    // One more day of the backfill each round, newest first; the live venue's new events still come first.
+    const seenDays = [newest];
+    const more = traffic(small, 'small-2', liveFrom + 2 * HOUR, 1);
+    await store(more.events);
+    for (let i = 1; i < bigDays.size; i++) {
+      await job.runOnce();
+      expect(job.stats.backlogPeriods).toBe(bigDays.size - 1 - i);
+      if (i === 1)
+        expect(await figures(small, liveFrom, now)).toEqual(
+          expected({ sightings: [...live.sightings, ...more.sightings], doors: [...live.doors, ...more.doors], events: [] }, liveFrom, now),
+        );
+      const days = await visitDays(big);
+      const added = days.filter((d) => !seenDays.includes(d));
+      expect(added).toHaveLength(1);
+      expect(added[0]! < seenDays.at(-1)!).toBe(true);
+      seenDays.push(added[0]!);
+    }
+    expect(job.stats.rounds - rounds).toBe(bigDays.size);
+    expect(job.stats.failures).toBe(0);
+    expect(await figures(big, backfillFrom, now)).toEqual(expected(backfill, backfillFrom, now));
+    // Caught up once a round in a later second than the last carrying one leaves nothing over.
+    await new Promise((r) => setTimeout(r, 1_100));
+    await job.runOnce();
+    expect(await deriveCaughtUp(ch, 'derive', 0)).toBe(true);
+  }, 120_000);
+});
