@@ -13,7 +13,7 @@ import {
   type FlowEventRow,
 } from '../../clickhouse/queries/derive.js';
 import { compareFlows, flowOf, periodSeries, type Flow } from '../../domain/analytics/occupancy-rule.js';
-import { MIN_DWELL_MS, MIN_SIGHTINGS, VISIT_GAP_MS } from '../../domain/analytics/visit-rule.js';
+import { MAX_UNQUALIFIED_SPAN_MS, MIN_DWELL_MS, MIN_SIGHTINGS, VISIT_GAP_MS } from '../../domain/analytics/visit-rule.js';
 import { dayString, localDayNumber } from '../../domain/telemetry/calendar.js';
 import type { Period } from './periods.js';
 
@@ -56,9 +56,26 @@ const sameVisit = (a: DerivedVisit, b: DerivedVisit) =>
   a.end_ms === b.end_ms && a.closes_ms === b.closes_ms && a.sightings === b.sightings && a.randomized_mac === b.randomized_mac;
 
 /**
+ * Where the sightings a recomputation reads begin, and from which start on its visits are exact
+ * (docs/processors.md#derived-from-the-raw-table). New sightings from `seenFrom` on can change only
+ * a visit whose last sighting is at most VISIT_GAP_MS before them: a stored one (its start is
+ * known), or a run too short to be stored (it began at most MAX_UNQUALIFIED_SPAN_MS before its
+ * end). Reading from one gap before the earliest such start, a visit that starts a gap or more
+ * after the read's start is known whole: nothing in the gap before it was missed.
+ */
+export function visitWindow(stored: readonly DerivedVisit[], seenFrom: number, p: Period): { readFrom: number; exactFrom: number } {
+  let earliest = seenFrom - VISIT_GAP_MS - MAX_UNQUALIFIED_SPAN_MS;
+  for (const s of stored) if (s.end_ms >= seenFrom - VISIT_GAP_MS && s.start_ms < earliest) earliest = s.start_ms;
+  const readFrom = earliest - VISIT_GAP_MS;
+  return readFrom <= p.start ? { readFrom: p.start, exactFrom: p.start } : { readFrom, exactFrom: readFrom + VISIT_GAP_MS };
+}
+
+/**
  * A period's visits from the raw sightings, written where they differ from what is stored. Only
  * the devices seen in [seenFrom, seenTo] (the marked range) are recomputed: a device's visits
- * depend on its own sightings alone, and the others' did not change.
+ * depend on its own sightings alone, and the others' did not change. Only the visits that
+ * sightings from `seenFrom` on can have changed are read and compared (visitWindow): a round on
+ * time reads the last hours of its devices, not their whole day.
  */
 export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom: number, seenTo: number): Promise<number> {
   const scope = {
@@ -69,11 +86,21 @@ export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, 
     seenFromMs: Math.max(seenFrom, p.start),
     seenToMs: Math.min(seenTo, p.end - 1),
   };
-  const [computed, stored] = await Promise.all([
-    periodVisits(ch, { ...scope, gapMs: VISIT_GAP_MS, minDwellMs: MIN_DWELL_MS, minSightings: MIN_SIGHTINGS }),
-    storedVisits(ch, { ...scope, day: p.day }),
-  ]);
-  const { upserts, removed } = changes(computed, stored, visitKey, sameVisit);
+  const stored = await storedVisits(ch, { ...scope, day: p.day });
+  const { readFrom, exactFrom } = visitWindow(stored, scope.seenFromMs, p);
+  const computed = await periodVisits(ch, {
+    ...scope,
+    fromMs: readFrom,
+    gapMs: VISIT_GAP_MS,
+    minDwellMs: MIN_DWELL_MS,
+    minSightings: MIN_SIGHTINGS,
+  });
+  const { upserts, removed } = changes(
+    computed.filter((c) => c.start_ms >= exactFrom),
+    stored.filter((s) => s.start_ms >= exactFrom),
+    visitKey,
+    sameVisit,
+  );
   if (upserts.length + removed.length === 0) return 0;
   const version = nextVersion();
   const row = (x: DerivedVisit, live: number) => ({

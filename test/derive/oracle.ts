@@ -72,6 +72,7 @@ export interface OracleVisit {
   end: number;
   closes: number;
   day: string;
+  sightings: number;
 }
 
 /** Visits per scope ('' = whole venue) and device, within each period. */
@@ -102,6 +103,7 @@ export function oracleVisits(sightings: Sighting[], resetHour: number, timeZone:
           end: last.ts,
           closes: last.left ? last.ts : Math.min(last.ts + GAP, p.end),
           day: p.day,
+          sightings: run.length,
         });
       }
       run = [];

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import type { DerivedVisit } from '../../../clickhouse/queries/derive.js';
+import { MAX_UNQUALIFIED_SPAN_MS, VISIT_GAP_MS } from '../../../domain/analytics/visit-rule.js';
+import { visitWindow } from '../../../pipeline/derive/recompute.js';
+
+const MIN = 60_000;
+const p = { start: 0, end: 24 * 60 * MIN, day: '2026-11-20' };
+const visit = (start: number, end: number): DerivedVisit => ({
+  zone_id: '',
+  device: 'd',
+  start_ms: start * MIN,
+  end_ms: end * MIN,
+  closes_ms: end * MIN + VISIT_GAP_MS,
+  sightings: 5,
+  randomized_mac: 0,
+});
+
+describe('the window a visits recomputation reads', () => {
+  const seen = 600 * MIN;
+  it('starts a gap before a short unstored run could have begun, with no stored visit to extend', () => {
+    const readFrom = seen - VISIT_GAP_MS - MAX_UNQUALIFIED_SPAN_MS - VISIT_GAP_MS;
+    expect(visitWindow([visit(100, 200)], seen, p)).toEqual({ readFrom, exactFrom: readFrom + VISIT_GAP_MS });
+  });
+
+  it('reaches back to the start of a stored visit the new sightings can extend, and no further', () => {
+    // 586 ends within a gap of 600: extendable; 200 does not.
+    expect(visitWindow([visit(100, 200), visit(300, 586)], seen, p)).toEqual({
+      readFrom: 300 * MIN - VISIT_GAP_MS,
+      exactFrom: 300 * MIN,
+    });
+    expect(visitWindow([visit(300, 584)], seen, p).readFrom).toBe(seen - 2 * VISIT_GAP_MS - MAX_UNQUALIFIED_SPAN_MS);
+  });
+
+  it('is the whole period when it would begin before it', () => {
+    expect(visitWindow([visit(10, 590)], seen, p)).toEqual({ readFrom: 0, exactFrom: 0 });
+    expect(visitWindow([], 20 * MIN, p)).toEqual({ readFrom: 0, exactFrom: 0 });
+  });
+});
