@@ -1,4 +1,4 @@
-import { MAX_JSON_DEPTH } from '../../apps/api/middleware/body.js';
+import { MAX_JSON_DEPTH } from '../../lib/validate.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';

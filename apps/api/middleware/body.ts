@@ -1,14 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
 import { AppError } from '../../../lib/errors.js';
-import { findLoneSurrogate } from '../../../lib/validate.js';
+import { findLoneSurrogate, jsonDepth, MAX_JSON_DEPTH } from '../../../lib/validate.js';
 
 /** Refuses malformed UTF-8 instead of turning it into U+FFFD. */
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
-/** Deeper JSON than any connector sends; checked on the text before parsing, so `[[[[…` costs a scan, not a parse. */
-export const MAX_JSON_DEPTH = 64;
 
 export interface BodyOptions {
   limit?: number;
@@ -73,25 +71,6 @@ export async function readRawText(ctx: Context, limit = MAX_BODY_BYTES): Promise
   const declared = Number(ctx.get('content-length') || 0);
   if (declared > limit) throw tooLarge(limit);
   return readText(ctx.req, limit);
-}
-
-/** The deepest nesting of arrays and objects in a JSON text (strings skipped); stops counting past the limit. */
-function jsonDepth(text: string): number {
-  let depth = 0;
-  let deepest = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92 /* \ */) i++;
-      else if (c === 34 /* " */) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 91 /* [ */ || c === 123 /* { */) {
-      if (++depth > deepest) deepest = depth;
-      if (deepest > MAX_JSON_DEPTH) return deepest;
-    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
-  }
-  return deepest;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { AppError, type FieldProblem } from '../../../lib/errors.js';
+import { jsonDepth, MAX_JSON_DEPTH } from '../../../lib/validate.js';
 import type { ConnectorType } from '../../../lib/events/vocabulary.js';
 
 /**
@@ -102,27 +103,6 @@ export function isoFromEpochSeconds(s: unknown): string | undefined {
 }
 
 export const sha256Hex = (value: string) => sha256(value).toString('hex');
-
-/** Deeper than any vendor body; scanned on the text before parsing (as the api's JSON bodies are). */
-export const MAX_JSON_DEPTH = 64;
-
-function jsonDepth(text: string): number {
-  let depth = 0;
-  let deepest = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++;
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 91 || c === 123) {
-      if (++depth > deepest) deepest = depth;
-      if (deepest > MAX_JSON_DEPTH) return deepest;
-    } else if (c === 93 || c === 125) depth--;
-  }
-  return deepest;
-}
 
 /** The body as JSON: 400 for another content type, an empty body, too deep nesting or malformed JSON. */
 export function parseJsonBody(req: WebhookRequest): unknown {
