@@ -7,16 +7,14 @@
  * See benchmarks/README.md#derive-occupancy-from-the-first-changed-instant-2026-11-27-issue-30.
  */
 import { randomUUID } from 'node:crypto';
-import { createCh } from '../clickhouse/client.js';
-import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 import { insertEvents, type EventRow } from '../clickhouse/queries/events.js';
 import { cliArgs } from '../lib/cli.js';
 import type { CanonicalEvent } from '../lib/events/canonical.js';
-import { repoPath } from '../lib/paths.js';
 import { periodAt } from '../pipeline/derive/periods.js';
 import { recomputeOccupancy, type VenueDeriveContext } from '../pipeline/derive/recompute.js';
 import { toRow } from '../pipeline/sink/rows.js';
-import { benchConfig, cpuSecondsOf, enginePids, machine, round, writeResult } from './lib/harness.js';
+import { machine, round, writeResult } from './lib/harness.js';
+import { scratchClickhouse } from './lib/scratch.js';
 
 const { values: args } = cliArgs(
   'npm run bench:derive-occupancy --',
@@ -38,14 +36,8 @@ const PER_ROUND = Number(args['per-round']);
 const ROUNDS = Number(args.rounds);
 const DB = 'venue_bench_derive';
 
-const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { quiet: boolean }) => Promise<unknown> };
-await up({ quiet: true });
-const { cfg } = benchConfig({ CLICKHOUSE_DATABASE: DB });
-const admin = createCh(cfg, null, { requestTimeoutMs: 600_000 });
-await admin.command({ query: `DROP DATABASE IF EXISTS ${DB}` });
-await migrateClickhouse(serverExecutor(admin), DB);
-const ch = createCh(cfg, DB, { requestTimeoutMs: 600_000 });
-const clickhouseCpu = () => cpuSecondsOf({ clickhouse: enginePids().clickhouse }).clickhouse!;
+const scratch = await scratchClickhouse(DB);
+const { ch } = scratch;
 
 // A past day (reset at 04:00 UTC), so nothing else writes it.
 const dayStart = Date.UTC(2026, 10, 20, 4, 0);
@@ -107,14 +99,14 @@ for (let r = 0; r < ROUNDS * 2; r++) {
   );
   const seenFrom = now;
   now += 60_000;
-  const ch0 = clickhouseCpu();
+  const ch0 = scratch.clickhouseCpu();
   const node0 = process.cpuUsage();
   const t0 = performance.now();
   for (const v of venues) await recomputeOccupancy(ch, v, period, mode === 'whole period' ? period.start : seenFrom);
   const node = process.cpuUsage(node0);
   results[mode].push({
     wallMs: performance.now() - t0,
-    clickhouseCpuMs: (clickhouseCpu() - ch0) * 1000,
+    clickhouseCpuMs: (scratch.clickhouseCpu() - ch0) * 1000,
     nodeCpuMs: (node.user + node.system) / 1000,
   });
 }
@@ -142,6 +134,4 @@ const file = writeResult('derive-occupancy', {
   results: summary,
 });
 console.log(`written to ${file}`);
-await admin.command({ query: `DROP DATABASE IF EXISTS ${DB}` });
-await ch.close();
-await admin.close();
+await scratch.close();

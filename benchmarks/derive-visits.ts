@@ -8,16 +8,14 @@
  * each round. See benchmarks/README.md#derive-visits-from-a-window-2026-11-27-issue-30.
  */
 import { randomUUID } from 'node:crypto';
-import { createCh } from '../clickhouse/client.js';
-import { migrateClickhouse, serverExecutor } from '../clickhouse/migrate.js';
 import { insertEvents, type EventRow } from '../clickhouse/queries/events.js';
 import { cliArgs } from '../lib/cli.js';
 import type { CanonicalEvent } from '../lib/events/canonical.js';
-import { repoPath } from '../lib/paths.js';
 import { periodAt } from '../pipeline/derive/periods.js';
 import { recomputeVisits, type VenueDeriveContext } from '../pipeline/derive/recompute.js';
 import { toRow } from '../pipeline/sink/rows.js';
-import { benchConfig, cpuSecondsOf, enginePids, machine, round, writeResult } from './lib/harness.js';
+import { machine, round, writeResult } from './lib/harness.js';
+import { scratchClickhouse } from './lib/scratch.js';
 
 const { values: args } = cliArgs(
   'npm run bench:derive-visits --',
@@ -39,14 +37,8 @@ const ROUNDS = Number(args.rounds);
 const DB = 'venue_bench_visits';
 const MINUTE = 60_000;
 
-const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { quiet: boolean }) => Promise<unknown> };
-await up({ quiet: true });
-const { cfg } = benchConfig({ CLICKHOUSE_DATABASE: DB });
-const admin = createCh(cfg, null, { requestTimeoutMs: 600_000 });
-await admin.command({ query: `DROP DATABASE IF EXISTS ${DB}` });
-await migrateClickhouse(serverExecutor(admin), DB);
-const ch = createCh(cfg, DB, { requestTimeoutMs: 600_000 });
-const clickhouseCpu = () => cpuSecondsOf({ clickhouse: enginePids().clickhouse }).clickhouse!;
+const scratch = await scratchClickhouse(DB);
+const { ch } = scratch;
 
 /** A fixed sequence (xorshift32), so every run generates the same day. */
 let seed = 0x2f6b_1d3a;
@@ -125,7 +117,7 @@ for (let r = 0; r < ROUNDS; r++) {
     ch,
     venues.flatMap((v, i) => rows(v, batch[i]!)),
   );
-  const ch0 = clickhouseCpu();
+  const ch0 = scratch.clickhouseCpu();
   const node0 = process.cpuUsage();
   const t0 = performance.now();
   for (const v of venues) await recomputeVisits(ch, v, period, now, now + MINUTE - 1);
@@ -133,7 +125,7 @@ for (let r = 0; r < ROUNDS; r++) {
   runs.push({
     sightings: batch.reduce((n, b) => n + b.length, 0),
     wallMs: performance.now() - t0,
-    clickhouseCpuMs: (clickhouseCpu() - ch0) * 1000,
+    clickhouseCpuMs: (scratch.clickhouseCpu() - ch0) * 1000,
     nodeCpuMs: (node.user + node.system) / 1000,
   });
   now += MINUTE;
@@ -156,6 +148,4 @@ const file = writeResult(args.out, {
   runs,
 });
 console.log(`written to ${file}`);
-await admin.command({ query: `DROP DATABASE IF EXISTS ${DB}` });
-await ch.close();
-await admin.close();
+await scratch.close();

@@ -9,12 +9,12 @@ import { predictOccupancy } from '../../domain/analytics/predictions.js';
 import { visitorScoring } from '../../domain/analytics/scoring.js';
 import { getTelemetry } from '../../domain/telemetry/telemetry.js';
 import type { CanonicalEvent } from '../../lib/events/canonical.js';
-import { JsonStream } from '../../lib/json-stream.js';
 import { createLogger } from '../../lib/logger.js';
 import { startDeriveJob, type RunningDerive } from '../../pipeline/derive/job.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { createDb, type Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
+import { telemetrySeries } from '../support/telemetry.js';
 import { deviceId, event, newVenue } from '../processors/harness.js';
 import {
   DAY,
@@ -27,6 +27,7 @@ import {
   oraclePrediction,
   oracleScoring,
   oracleVisits,
+  shuffled,
   type DoorEvent,
   type Sighting,
 } from './oracle.js';
@@ -84,17 +85,6 @@ const deliveryArb = fc.record({
   pieces: fc.integer({ min: 1, max: 6 }),
   roundsAfter: fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }),
 });
-
-function shuffled<T>(items: T[], seed: number): T[] {
-  const out = [...items];
-  let s = seed >>> 0 || 1;
-  for (let i = out.length - 1; i > 0; i--) {
-    s = (s * 1_103_515_245 + 12_345) >>> 0;
-    const j = s % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
 
 const insert = (events: CanonicalEvent[]) =>
   insertEvents(
@@ -193,7 +183,7 @@ describe('figures derived from the raw table', () => {
 
           const points = oracleOccupancy(flows, RESET, TZ);
           seen.points += points.length;
-          const hourly = await getTelemetry(deps, a.operatorId, a.venueId, {
+          const doc = await telemetrySeries(deps, a.operatorId, a.venueId, {
             keys: ['occupancy', 'entries'],
             startTs: BASE - DAY,
             endTs: NOW,
@@ -201,10 +191,6 @@ describe('figures derived from the raw table', () => {
             agg: 'AVG',
             fill: 'none',
           });
-          const doc = (hourly instanceof JsonStream ? JSON.parse((await hourly.textUpTo(Infinity))!) : hourly) as Record<
-            string,
-            Array<{ ts: number; value: number }>
-          >;
           const wantHourly = [...oracleMeans(points, (ts) => Math.floor(ts / HOUR) * HOUR)].sort((x, y) => Number(x[0]) - Number(y[0]));
           expect(
             doc.occupancy!.map((p) => [p.ts, round(p.value)]),
@@ -232,7 +218,7 @@ describe('figures derived from the raw table', () => {
             TZ,
           );
           seen.hallPoints += hallPoints.length;
-          const hall = await getTelemetry(deps, a.operatorId, a.venueId, {
+          const hallDoc = await telemetrySeries(deps, a.operatorId, a.venueId, {
             keys: ['occupancy'],
             startTs: BASE - DAY,
             endTs: NOW,
@@ -241,10 +227,6 @@ describe('figures derived from the raw table', () => {
             fill: 'none',
             zoneId: a.zones.hall!,
           });
-          const hallDoc = (hall instanceof JsonStream ? JSON.parse((await hall.textUpTo(Infinity))!) : hall) as Record<
-            string,
-            Array<{ ts: number; value: number }>
-          >;
           const hallByMinute = new Map<number, number>();
           for (const p of hallPoints) {
             const minute = Math.floor(p.ts / MINUTE) * MINUTE;

@@ -233,3 +233,15 @@ export function oraclePrediction(
     sampleSize: samples.length,
   };
 }
+
+/** A fixed permutation of `items` for `seed` (a linear congruential generator): the same delivery order on every run. */
+export function shuffled<T>(items: T[], seed: number): T[] {
+  const out = [...items];
+  let s = seed >>> 0 || 1;
+  for (let i = out.length - 1; i > 0; i--) {
+    s = (s * 1_103_515_245 + 12_345) >>> 0;
+    const j = s % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}

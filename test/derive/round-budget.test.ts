@@ -4,13 +4,12 @@ import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { deriveCaughtUp } from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { venueDwell } from '../../domain/analytics/dwell.js';
-import { getTelemetry } from '../../domain/telemetry/telemetry.js';
-import { JsonStream } from '../../lib/json-stream.js';
 import { createLogger } from '../../lib/logger.js';
 import { startDeriveJob, type RunningDerive } from '../../pipeline/derive/job.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { createDb, type Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
+import { telemetrySeries } from '../support/telemetry.js';
 import { deviceId, event, newVenue } from '../processors/harness.js';
 import { DAY, HOUR, MINUTE, oracleDwell, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
 
@@ -83,7 +82,7 @@ const visitDays = async (v: Venue) =>
 async function figures(v: Venue, from: number, now: number) {
   const deps = { db, ch };
   const dwell = await venueDwell(deps, v.operatorId, { id: v.venueId, range: '7d' }, now);
-  const answer = await getTelemetry(deps, v.operatorId, v.venueId, {
+  const series = await telemetrySeries(deps, v.operatorId, v.venueId, {
     keys: ['occupancy'],
     startTs: from - HOUR,
     endTs: now,
@@ -91,10 +90,6 @@ async function figures(v: Venue, from: number, now: number) {
     agg: 'MAX',
     fill: 'none',
   });
-  const series = (answer instanceof JsonStream ? JSON.parse((await answer.textUpTo(Infinity))!) : answer) as Record<
-    string,
-    Array<{ ts: number; value: number }>
-  >;
   return { dwell: dwell.zones[0]!.buckets.map((b) => b.count), occupancy: series.occupancy!.map((p) => [p.ts, p.value]) };
 }
 

@@ -9,7 +9,7 @@ import { recomputeVisits, type VenueDeriveContext } from '../../pipeline/derive/
 import { toRow } from '../../pipeline/sink/rows.js';
 import { testConfig } from '../support/env.js';
 import { event } from '../unit/support/events.js';
-import { MINUTE, oracleVisits, type Sighting } from './oracle.js';
+import { MINUTE, oracleVisits, shuffled, type Sighting } from './oracle.js';
 
 /*
  * A round recomputes only the visits its new sightings can have changed, reading from a gap before
@@ -156,14 +156,3 @@ describe('visits recomputed round by round', () => {
 });
 
 const byAll = (a: unknown[], b: unknown[]) => String(a).localeCompare(String(b));
-
-function shuffled<T>(items: T[], seed: number): T[] {
-  const out = [...items];
-  let s = seed >>> 0 || 1;
-  for (let i = out.length - 1; i > 0; i--) {
-    s = (s * 1_103_515_245 + 12_345) >>> 0;
-    const j = s % (i + 1);
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
