@@ -87,8 +87,8 @@ export async function insertCarriedMarks(ch: Ch, marks: readonly CarriedMark[], 
 /**
  * Whether the job `name` has finished a round that started after `sinceSec` and left nothing for
  * the next: no mark is inserted at or after its cursor (a round that carries periods over marks
- * them as of the cursor it saves). A round that starts in the second a carrying one did answers
- * no until the next: late, never early.
+ * them as of the cursor it saves, and the job starts the next round a second later, so its cursor
+ * is past them).
  */
 export async function deriveCaughtUp(ch: Ch, name: string, sinceSec: number): Promise<boolean> {
   const cursor = await progressCursor(ch, name);

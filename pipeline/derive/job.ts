@@ -67,6 +67,8 @@ export const MARK_OVERLAP_S = 30;
 /** Marks older than this behind the cursor are dropped (by day partition). */
 const MARK_KEEP_S = 2 * 86_400;
 const LOCK_KEY = 0x64657276; // 'derv'
+/** The pause after a round that carried periods over. */
+const CARRIED_PAUSE_MS = 1_000;
 
 interface Work {
   marks: VenueMarks;
@@ -171,7 +173,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     if (left.length > 0)
       log.info(
         { carried: left.length, operators: new Set(left.map((w) => w.venue.operatorId)).size, ms: stats.lastRoundMs },
-        'derive: round budget spent; periods carried over to the next round, which starts at once',
+        'derive: round budget spent; periods carried over to the next round, which starts a second later',
       );
     if (cursor === undefined)
       log.info({ venues: marks.length, periods: done.periods, rows: done.rows }, 'derive: first run rebuilt every stored venue period');
@@ -188,7 +190,8 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   // runOnce reports its own failures; `every` starts the next round an interval after one ends.
   const rounds = every(opts.intervalMs, runOnce, {
     onError: () => undefined,
-    pause: () => (stats.backlogPeriods > 0 ? 0 : opts.intervalMs),
+    // A second, not none: the next round's cursor must be a later second than the marks it carried, or deriveCaughtUp could not tell them handled.
+    pause: () => (stats.backlogPeriods > 0 ? CARRIED_PAUSE_MS : opts.intervalMs),
   });
 
   return {
