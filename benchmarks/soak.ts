@@ -4,12 +4,15 @@
  * `--rate` overrides) while WebSocket subscribers watch every venue. Every minute: the RSS of each
  * process, the consumer lag of the sink and of each processor group (in events-topic messages: one
  * per ingest request, so `--batch` events each), the ingest latency percentiles of that minute,
- * and the CPU share of each process and engine. Reported: RSS growth after warm-up (goal < 10 %),
- * whether lag stayed bounded. Results in benchmarks/results/soak.json.
+ * the CPU share of each process and engine, and how far the derive job's history is behind (seconds
+ * since its last finished round started). Reported: RSS growth after warm-up (goal < 10 %), whether
+ * lag stayed bounded. Results in benchmarks/results/soak.json.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
+import { createCh } from '../clickhouse/client.js';
+import { progressCursor, serverNow } from '../clickhouse/queries/derive.js';
 import { derivedTopicNames, topicNames } from '../lib/topology.js';
 import { createKafka } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
@@ -172,6 +175,13 @@ async function lagOf(groupId: string, topic = eventsTopic): Promise<number> {
   return [...ends].reduce((n, [p, end]) => n + Math.max(0, end - (committed.get(p) ?? 0)), 0);
 }
 
+const ch = createCh(cfg);
+/** How far the derive job's history is behind: seconds since the start of its last finished round (rounds every DERIVE_INTERVAL_MS). */
+async function deriveBehindS(): Promise<number> {
+  const cursor = await progressCursor(ch, 'derive');
+  return cursor === undefined ? NaN : (await serverNow(ch)) - cursor;
+}
+
 const fleet = new Fleet({
   urls: [base],
   tenants,
@@ -216,6 +226,7 @@ while (Date.now() < deadline) {
       occupancy: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.occupancy`).catch(() => NaN),
       health: await lagOf(`${cfg.KAFKA_TOPIC_PREFIX}.proc.health`, reportsTopic).catch(() => NaN),
     },
+    deriveBehindS: await deriveBehindS().catch(() => NaN),
     latencyMs: { p50: round(percentile(waits, 50)), p95: round(percentile(waits, 95)), p99: round(percentile(waits, 99)) },
     cpuPercent,
   };
@@ -226,6 +237,7 @@ await load;
 for (const ws of sockets) ws.close();
 await kafkaAdmin.disconnect();
 for (const p of Object.values(procs)) await p.stop();
+await ch.close();
 
 // Growth: the last sample against the first after warm-up (a fifth of the run, at least one sample).
 const warm = samples[Math.min(samples.length - 1, Math.max(1, Math.floor(samples.length / 5)))] as
@@ -255,6 +267,7 @@ const result = {
   lagUnit: `events-topic messages (one ingest request of ${args.batch} events each)`,
   maxLag,
   finalLag: last?.lag,
+  maxDeriveBehindS: Math.max(...samples.map((s) => Number(s.deriveBehindS)).filter(Number.isFinite)),
   samples,
 };
 const path = writeResult('soak', result);
