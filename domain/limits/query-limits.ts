@@ -3,17 +3,24 @@ import { AppError } from '../../lib/errors.js';
 import type { Config } from '../../lib/config.js';
 
 /**
- * ClickHouse priorities of api reads (smaller runs first; 0, the pipeline's, is outside the
- * scheme): a large read is paused while any normal one runs, so a long range at a fine resolution
- * cannot hold up a dashboard's chart.
+ * ClickHouse priorities (smaller runs first; 0, the sink's inserts, is outside the scheme): a large
+ * read is paused while any normal one runs, so a long range at a fine resolution cannot hold up a
+ * dashboard's chart; the derive job's statements while any api read runs.
  */
-const PRIORITY = { normal: 1, large: 2 } as const;
+const PRIORITY = { normal: 1, large: 2, background: 3 } as const;
 
 /**
  * ClickHouse settings of a large read's statements: the lower priority on one thread, so however
  * long it runs it holds at most one core, and yields that to smaller reads.
  */
 export const LARGE_READ_SETTINGS: ClickHouseSettings = { priority: String(PRIORITY.large), max_threads: 1 };
+
+/**
+ * ClickHouse settings of the derive job's statements (pipeline/derive/): after every api read, on
+ * one thread, so recomputing history, however large the day, takes at most one core from the
+ * sink's inserts and the merges, and none from a dashboard.
+ */
+export const BACKGROUND_SETTINGS: ClickHouseSettings = { priority: String(PRIORITY.background), max_threads: 1 };
 
 /** Telemetry buckets (keys × buckets) above which a read is large. */
 export const LARGE_READ_POINTS = 10_000;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Ch } from '../../clickhouse/client.js';
+import { withSettings, type Ch } from '../../clickhouse/client.js';
 import {
   allEventsAsMarks,
   dropOldMarks,
@@ -9,6 +9,7 @@ import {
   saveProgress,
   serverNow,
 } from '../../clickhouse/queries/derive.js';
+import { BACKGROUND_SETTINGS } from '../../domain/limits/query-limits.js';
 import type { Logger } from '../../lib/logger.js';
 import { every } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
@@ -78,6 +79,7 @@ interface Work {
 
 export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   const name = opts.name ?? 'derive';
+  const ch = withSettings(opts.ch, BACKGROUND_SETTINGS);
   const log = opts.log.child({ component: 'derive' });
   const stats: DeriveStats = {
     rounds: 0,
@@ -126,9 +128,9 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     stats.leading = await lead();
     if (!stats.leading) return;
     const started = Date.now();
-    const cursor = await progressCursor(opts.ch, name);
-    const now = await serverNow(opts.ch);
-    const fresh = (cursor === undefined ? await allEventsAsMarks(opts.ch) : await marksSince(opts.ch, cursor - MARK_OVERLAP_S)).filter(
+    const cursor = await progressCursor(ch, name);
+    const now = await serverNow(ch);
+    const fresh = (cursor === undefined ? await allEventsAsMarks(ch) : await marksSince(ch, cursor - MARK_OVERLAP_S)).filter(
       (m) => !seen.has(m.mark_id),
     );
     const marks = byVenue(fresh);
@@ -146,7 +148,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     for (const q of queues.values()) q.sort((a, b) => b.period.start - a.period.start);
     const done = { periods: 0, rows: 0, visits: 0, occupancy: 0 };
     const left = await runFairly(queues, opts.roundBudgetMs ?? Infinity, async ({ marks: m, venue: v, period: p }) => {
-      const { visits, occupancy } = await recomputePeriod(opts.ch, v, p, m.ranges);
+      const { visits, occupancy } = await recomputePeriod(ch, v, p, m.ranges);
       if (visits === undefined && occupancy === undefined) return;
       done.periods++;
       done.rows += (visits ?? 0) + (occupancy ?? 0);
@@ -155,11 +157,11 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     });
     // Written before the cursor moves past the marks they stand for: a crash between the two
     // recomputes those periods twice (idempotent), never not at all.
-    await insertCarriedMarks(opts.ch, carriedMarks(left), now);
-    await saveProgress(opts.ch, name, now, Date.now());
+    await insertCarriedMarks(ch, carriedMarks(left), now);
+    await saveProgress(ch, name, now, Date.now());
     for (const m of fresh) seen.set(m.mark_id, m.inserted_at);
     for (const [id, at] of seen) if (at < now - 2 * MARK_OVERLAP_S) seen.delete(id);
-    if (cursor === undefined || Math.floor(cursor / 3600) !== Math.floor(now / 3600)) await dropOldMarks(opts.ch, now - MARK_KEEP_S);
+    if (cursor === undefined || Math.floor(cursor / 3600) !== Math.floor(now / 3600)) await dropOldMarks(ch, now - MARK_KEEP_S);
     stats.rounds++;
     stats.periods += done.periods;
     stats.rowsWritten += done.rows;

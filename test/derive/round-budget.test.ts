@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chRows, chsql, createCh, type Ch } from '../../clickhouse/client.js';
+import { chRows, chsql, createCh, withSettings, type Ch } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { deriveCaughtUp } from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
@@ -34,7 +34,9 @@ beforeAll(async () => {
   await migrateClickhouse(serverExecutor(admin), database);
   ch = createCh(cfg, database);
   db = createDb(cfg, 2);
-  job = startDeriveJob({ ch, db, log: createLogger('derive-budget', cfg.LOG_LEVEL), intervalMs: 3_600_000, roundBudgetMs: 0 });
+  // Its statements logged (query_log), to check the settings they run with.
+  const logged = withSettings(ch, { log_queries: 1 });
+  job = startDeriveJob({ ch: logged, db, log: createLogger('derive-budget', cfg.LOG_LEVEL), intervalMs: 3_600_000, roundBudgetMs: 0 });
 }, 60_000);
 
 afterAll(async () => {
@@ -156,5 +158,25 @@ describe('a derive round with its time spent', () => {
     await new Promise((r) => setTimeout(r, 1_100));
     await job.runOnce();
     expect(await deriveCaughtUp(ch, 'derive', 0)).toBe(true);
+
+    // A background job: every statement after the api's reads and on one thread (query-limits.ts).
+    await admin.command({ query: 'SYSTEM FLUSH LOGS' });
+    // query_log lists only settings that differ from the server's: on a one-core server max_threads is 1 already.
+    const [{ value: serverThreads }] = (await chRows<{ value: string }>(
+      admin,
+      chsql`SELECT value FROM system.settings WHERE name = 'max_threads'`,
+    )) as [{ value: string }];
+    const [statements] = await chRows<{ n: string; limited: string }>(
+      admin,
+      chsql`SELECT toString(count()) AS n,
+                   toString(countIf((Settings.Values[indexOf(Settings.Names, 'max_threads')] = '1'
+                                     OR (indexOf(Settings.Names, 'max_threads') = 0 AND ${serverThreads} = '1'))
+                                    AND Settings.Values[indexOf(Settings.Names, 'priority')] = '3')) AS limited
+              FROM system.query_log
+             WHERE type = 2 AND event_date >= yesterday() AND has(Settings.Names, 'log_queries')
+               AND query LIKE '%derived_visits%' AND event_time >= toDateTime(${Math.floor(now / 1000) - 60}, 'UTC')`,
+    );
+    expect(Number(statements!.n)).toBeGreaterThan(10);
+    expect(statements!.limited).toBe(statements!.n);
   }, 120_000);
 });
