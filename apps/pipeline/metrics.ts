@@ -76,7 +76,11 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
   deriveGauge('derive_backlog_periods', 'Venue periods the last round left to the next', (s) => s.backlogPeriods);
   deriveGauge('derive_rows_written', 'Derived rows (visits, occupancy points) written or removed', (s) => s.rowsWritten);
   deriveGauge('derive_last_round_seconds', 'Duration of the last derive round', (s) => s.lastRoundMs / 1000);
-  deriveGauge('derive_lag_seconds', 'Age of the derive cursor at the end of the last round', (s) => s.lagSeconds);
+  deriveGauge(
+    'derive_lag_seconds',
+    'How far behind the raw table the derived history is: the cursor age, or while rounds carry periods over, the time since the first of them',
+    (s) => s.lagSeconds,
+  );
   deriveGauge('derive_leading', '1 when this process runs the derive job (one process at a time does)', (s) => (s.leading ? 1 : 0));
   let pollers: RunningPollers | undefined;
   const pollerGauge = (name: string, help: string, read: (p: RunningPollers) => number) =>

@@ -13,14 +13,14 @@ export async function runFairly<T>(
   run: (item: T) => Promise<void>,
   clock: () => number = () => performance.now(),
 ): Promise<T[]> {
-  const left = new Map([...queues].filter(([, q]) => q.length > 0).map(([k, q]) => [k, { items: [...q], spent: 0, ran: false }]));
+  const left = [...queues.values()].map((q) => ({ items: [...q], spent: 0, ran: false }));
   const started = clock();
   for (;;) {
     let next: { items: T[]; spent: number; ran: boolean } | undefined;
-    for (const q of left.values()) if (q.items.length > 0 && (!next || q.spent < next.spent || (!q.ran && next.ran))) next = q;
+    for (const q of left) if (q.items.length > 0 && (!next || q.spent < next.spent || (!q.ran && next.ran))) next = q;
     if (!next) return [];
     // The least-served operator has had its turn already: so has every other one with work left.
-    if (next.ran && clock() - started >= budgetMs) return [...left.values()].flatMap((q) => q.items);
+    if (next.ran && clock() - started >= budgetMs) return left.flatMap((q) => q.items);
     const item = next.items.shift()!;
     const t0 = clock();
     try {
