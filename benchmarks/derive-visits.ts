@@ -26,6 +26,9 @@ const { values: args } = cliArgs(
       hours: { type: 'string', default: '12' },
       'arrivals-per-hour': { type: 'string', default: '300' },
       rounds: { type: 'string', default: '8' },
+      residents: { type: 'string', default: '0' },
+      'resident-every-s': { type: 'string', default: '12' },
+      'round-s': { type: 'string', default: '60' },
       out: { type: 'string', default: 'derive-visits' },
     },
   },
@@ -34,6 +37,10 @@ const VENUES = Number(args.venues);
 const HOURS = Number(args.hours);
 const ARRIVALS = Number(args['arrivals-per-hour']);
 const ROUNDS = Number(args.rounds);
+/** Devices present all day (staff, fixed equipment, the soak's recurring devices), each seen every RESIDENT_EVERY. */
+const RESIDENTS = Number(args.residents);
+const RESIDENT_EVERY = Number(args['resident-every-s']) * 1000;
+const ROUND = Number(args['round-s']) * 1000;
 const DB = 'venue_bench_visits';
 const MINUTE = 60_000;
 
@@ -63,7 +70,7 @@ const venues: VenueDeriveContext[] = Array.from({ length: VENUES }, (_, i) => ({
 }));
 
 /** Every sighting of the day and the rounds after it, per venue, in time order. */
-const end = dayStart + HOURS * 3_600_000 + ROUNDS * MINUTE;
+const end = dayStart + HOURS * 3_600_000 + ROUNDS * ROUND;
 const sightings = venues.map(() => {
   const out: Array<{ ts: number; device: string }> = [];
   const pool = ARRIVALS * 4;
@@ -72,6 +79,11 @@ const sightings = venues.map(() => {
     const every = (1 + random() * 3) * MINUTE;
     const device = `bench-device-${hex(random() * pool)}`;
     for (let ts = arrive + random() * MINUTE; ts < Math.min(arrive + stay, end); ts += every) out.push({ ts: Math.floor(ts), device });
+  }
+  for (let r = 0; r < RESIDENTS; r++) {
+    const device = `bench-resident-${hex(r)}`;
+    for (let ts = dayStart + random() * RESIDENT_EVERY; ts < end; ts += RESIDENT_EVERY * (0.5 + random()))
+      out.push({ ts: Math.floor(ts), device });
   }
   return out.sort((a, b) => a.ts - b.ts);
 });
@@ -98,21 +110,21 @@ function rows(v: VenueDeriveContext, list: Array<{ ts: number; device: string }>
 }
 
 let now = dayStart + HOURS * 3_600_000;
-const dayRows = venues.flatMap((v, i) =>
-  rows(
-    v,
-    sightings[i]!.filter((s) => s.ts < now),
-  ),
-);
-for (let i = 0; i < dayRows.length; i += 100_000) await insertEvents(ch, dayRows.slice(i, i + 100_000));
+// Built and stored a chunk at a time: the whole day's rows at once do not fit the heap.
+let daySightings = 0;
+for (const [i, v] of venues.entries()) {
+  const day = sightings[i]!.filter((s) => s.ts < now);
+  daySightings += day.length;
+  for (let at = 0; at < day.length; at += 100_000) await insertEvents(ch, rows(v, day.slice(at, at + 100_000)));
+}
 for (const v of venues) await recomputeVisits(ch, v, period, period.start, now - 1);
 console.log(
-  `bench:derive-visits  ${VENUES} venues, ${HOURS} h of ${ARRIVALS} arrivals an hour each (${Math.round(dayRows.length / VENUES / HOURS)} sightings an hour); rounds of one minute`,
+  `bench:derive-visits  ${VENUES} venues, ${HOURS} h of ${ARRIVALS} arrivals an hour and ${RESIDENTS} residents each (${Math.round(daySightings / VENUES / HOURS)} sightings an hour); rounds of ${ROUND / 1000} s`,
 );
 
 const runs: Array<{ sightings: number; wallMs: number; clickhouseCpuMs: number; nodeCpuMs: number }> = [];
 for (let r = 0; r < ROUNDS; r++) {
-  const batch = venues.map((_, i) => sightings[i]!.filter((s) => s.ts >= now && s.ts < now + MINUTE));
+  const batch = venues.map((_, i) => sightings[i]!.filter((s) => s.ts >= now && s.ts < now + ROUND));
   await insertEvents(
     ch,
     venues.flatMap((v, i) => rows(v, batch[i]!)),
@@ -120,7 +132,7 @@ for (let r = 0; r < ROUNDS; r++) {
   const ch0 = scratch.clickhouseCpu();
   const node0 = process.cpuUsage();
   const t0 = performance.now();
-  for (const v of venues) await recomputeVisits(ch, v, period, now, now + MINUTE - 1);
+  for (const v of venues) await recomputeVisits(ch, v, period, now, now + ROUND - 1);
   const node = process.cpuUsage(node0);
   runs.push({
     sightings: batch.reduce((n, b) => n + b.length, 0),
@@ -128,7 +140,7 @@ for (let r = 0; r < ROUNDS; r++) {
     clickhouseCpuMs: (scratch.clickhouseCpu() - ch0) * 1000,
     nodeCpuMs: (node.user + node.system) / 1000,
   });
-  now += MINUTE;
+  now += ROUND;
 }
 
 // The first two rounds warm caches; the rest are the figure.
@@ -142,8 +154,16 @@ const file = writeResult(args.out, {
   benchmark: 'derive-visits',
   at: new Date().toISOString(),
   machine: machine(),
-  settings: { venues: VENUES, hours: HOURS, arrivalsPerHour: ARRIVALS, rounds: ROUNDS },
-  sightingsPerVenueHour: Math.round(dayRows.length / VENUES / HOURS),
+  settings: {
+    venues: VENUES,
+    hours: HOURS,
+    arrivalsPerHour: ARRIVALS,
+    rounds: ROUNDS,
+    residents: RESIDENTS,
+    residentEveryS: RESIDENT_EVERY / 1000,
+    roundS: ROUND / 1000,
+  },
+  sightingsPerVenueHour: Math.round(daySightings / VENUES / HOURS),
   perVenueRound,
   runs,
 });

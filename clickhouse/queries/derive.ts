@@ -133,35 +133,107 @@ function devicesSeen(q: VisitScope): ChSql {
                    AND event_type IN ('device_seen', 'device_left') AND device != '')`;
 }
 
-/**
- * The period's visits from its sightings (docs/processors.md#visits), per scope and device: sorted
- * sightings (a `device_left` after a sighting of the same instant), a new visit wherever the gap to
- * the previous one exceeds `gapMs` or the previous one was a `device_left`; only visits of at least
- * `minSightings` sightings and `minDwellMs` are kept. One key per sighting, `ms * 2 + left`, sorts
- * both at once (18.16 has no window functions: arrays instead).
- */
-export function periodVisitsSql(q: VisitScope & { gapMs: number; minDwellMs: number; minSightings: number }): ChSql {
-  return chsql`SELECT zone_id, device, toUInt8(any(r)) AS randomized_mac,
-                      toUInt64(intDiv(min(k), 2)) AS start_ms, toUInt64(intDiv(max(k), 2)) AS end_ms,
-                      toUInt64(if(max(k) % 2 = 1, intDiv(max(k), 2), least(intDiv(max(k), 2) + ${q.gapMs}, ${q.toMs}))) AS closes_ms,
-                      toUInt32(count()) AS sightings
-                 FROM (SELECT zone_id, device, r, k, sid FROM (
-                         SELECT scope AS zone_id, device, any(randomized_mac) AS r, arraySort(groupArray(key)) AS ks,
-                                arrayCumSum(arrayMap((cur, prev, i) -> if(i = 1 OR intDiv(cur, 2) - intDiv(prev, 2) > ${q.gapMs} OR prev % 2 = 1, 1, 0),
-                                                     ks, arrayConcat([toUInt64(0)], arraySlice(ks, 1, length(ks) - 1)), arrayEnumerate(ks))) AS sids
-                           FROM (SELECT device, randomized_mac, (toUInt64(ts) * 1000 + ts_ms) * 2 + toUInt64(event_type = 'device_left') AS key, zone_id AS z
-                                   FROM events
-                                  WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
-                                    AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
-                                    AND event_type IN ('device_seen', 'device_left') AND device != ''
-                                    AND device IN ${devicesSeen(q)})
-                          ARRAY JOIN if(z = '', [''], ['', z]) AS scope
-                          GROUP BY zone_id, device)
-                       ARRAY JOIN ks AS k, sids AS sid)
-                GROUP BY zone_id, device, sid
-               HAVING count() >= ${q.minSightings} AND intDiv(max(k), 2) - intDiv(min(k), 2) >= ${q.minDwellMs}
-                ORDER BY zone_id, device, start_ms`;
+/** A scope's and device's sighting keys (domain/analytics/visit-runs.ts `sightingKey`, relative to `baseMs`), sorted. */
+export interface ScopeKeys {
+  zone_id: string;
+  device: string;
+  randomized_mac: number;
+  keys: number[];
 }
+
+/**
+ * The sightings of the devices seen in the marked range from `fromMs` (a whole second) to the
+ * period's end, as sorted keys per scope (the whole venue '', and the sighting's zone) and device:
+ * the derive job cuts them into visits (pipeline/derive/recompute.ts). Keys are ms since `baseMs`
+ * (the period's start) times 2, plus 1 for a `device_left`: a UInt32 for any period up to 24 days.
+ */
+export function sightingKeysSql(q: VisitScope & { baseMs: number }): ChSql {
+  // A marked range that covers the read is no filter: the scan is not made twice.
+  const everyone =
+    Math.floor(q.seenFromMs / 1000) <= Math.floor(q.fromMs / 1000) && Math.floor(q.seenToMs / 1000) >= Math.floor(q.toMs / 1000) - 1;
+  return chsql`SELECT scope AS zone_id, device, toUInt8(any(randomized_mac)) AS randomized_mac, arraySort(groupArray(key)) AS keys
+                 FROM (SELECT device, randomized_mac, zone_id AS z,
+                              toUInt32(((toUInt64(ts) * 1000 + ts_ms) - ${q.baseMs}) * 2 + (event_type = 'device_left')) AS key
+                         FROM events
+                        WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
+                          AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
+                          AND event_type IN ('device_seen', 'device_left') AND device != ''
+                          ${everyone ? raw('') : chsql`AND device IN ${devicesSeen(q)}`})
+                ARRAY JOIN if(z = '', [''], ['', z]) AS scope
+                GROUP BY zone_id, device`;
+}
+
+export async function sightingKeys(ch: Ch, q: Parameters<typeof sightingKeysSql>[0]): Promise<ScopeKeys[]> {
+  const rows = await chRows<ScopeKeys>(ch, sightingKeysSql(q));
+  for (const r of rows) r.randomized_mac = Number(r.randomized_mac);
+  return rows;
+}
+
+/** A run as of its venue period's checkpoint (migration 0013): what a recomputation from the checkpoint continues. */
+export interface VisitState {
+  zone_id: string;
+  device: string;
+  start_ms: number;
+  last_ms: number;
+  departed: number;
+  sightings: number;
+  randomized_mac: number;
+}
+
+/**
+ * A venue period's checkpoint (0 when it has none) with its version, and the newest version of any
+ * of its state rows: newer than the checkpoint's means a round wrote states but not the checkpoint.
+ */
+export function visitCheckpointSql(q: { operatorId: string; venueId: string; day: string }): ChSql {
+  return chsql`SELECT toString(argMaxIf(cp_ms, version, device = '')) AS cp_ms, toString(maxIf(version, device = '')) AS cp_version,
+                      toString(max(version)) AS newest
+                 FROM derived_visit_state
+                WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND day = toDate(${q.day})`;
+}
+
+export async function visitCheckpoint(
+  ch: Ch,
+  q: { operatorId: string; venueId: string; day: string },
+): Promise<{ cpMs: number; version: number; newest: number }> {
+  const [row] = await chRows<{ cp_ms: string; cp_version: string; newest: string }>(ch, visitCheckpointSql(q));
+  return { cpMs: Number(row?.cp_ms ?? 0), version: Number(row?.cp_version ?? 0), newest: Number(row?.newest ?? 0) };
+}
+
+/** The stored runs (newest version per scope and device) of the devices seen in the marked range. */
+export function visitStatesSql(q: VisitScope & { day: string }): ChSql {
+  return chsql`SELECT zone_id, device, argMax(start_ms, version) AS start_ms, argMax(last_ms, version) AS last_ms,
+                      argMax(departed, version) AS departed, argMax(sightings, version) AS sightings,
+                      argMax(randomized_mac, version) AS randomized_mac
+                 FROM derived_visit_state
+                WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId}) AND day = toDate(${q.day})
+                  AND device IN ${devicesSeen(q)}
+                GROUP BY zone_id, device`;
+}
+
+export async function visitStates(ch: Ch, q: VisitScope & { day: string }): Promise<VisitState[]> {
+  const rows = await chRows<VisitState>(ch, visitStatesSql(q));
+  return rows.map((r) => ({
+    zone_id: r.zone_id,
+    device: r.device,
+    start_ms: Number(r.start_ms),
+    last_ms: Number(r.last_ms),
+    departed: Number(r.departed),
+    sightings: Number(r.sightings),
+    randomized_mac: Number(r.randomized_mac),
+  }));
+}
+
+export interface VisitStateRow extends VisitState {
+  operator_id: string;
+  venue_id: string;
+  day: string;
+  cp_ms: number;
+  retention_days: number;
+  version: number;
+}
+
+/** States and, last, their checkpoint (device ''): one insert, so the checkpoint lands only after the rows it covers. */
+export const insertVisitStates = (ch: Ch, rows: VisitStateRow[]) => insertRows(ch, 'derived_visit_state', rows);
 
 const visitsOf = (rows: DerivedVisit[]): DerivedVisit[] =>
   rows.map((r) => ({
@@ -173,10 +245,6 @@ const visitsOf = (rows: DerivedVisit[]): DerivedVisit[] =>
     sightings: Number(r.sightings),
     randomized_mac: Number(r.randomized_mac),
   }));
-
-export async function periodVisits(ch: Ch, q: Parameters<typeof periodVisitsSql>[0]): Promise<DerivedVisit[]> {
-  return visitsOf(await chRows<DerivedVisit>(ch, periodVisitsSql(q)));
-}
 
 /** The live visits stored for a venue's period (newest version per key) of the devices seen in the marked range. */
 export async function storedVisits(ch: Ch, q: VisitScope & { day: string }): Promise<DerivedVisit[]> {

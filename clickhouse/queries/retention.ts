@@ -9,6 +9,7 @@ export const DERIVED_TABLES = [
   'derived_visits',
   'derived_occupancy',
   'derived_zone_occupancy',
+  'derived_visit_state',
 ] as const;
 export type RetainedTable = (typeof RETAINED_TABLES)[number] | (typeof DERIVED_TABLES)[number];
 

@@ -69,6 +69,7 @@ describe('the derive job on a database migrated from 0009', () => {
         '10_derived_from_raw',
         '11_zone_occupancy',
         '12_derive_mark_kinds',
+        '13_visit_state',
       ]);
       const tables = (await engine.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${database}'`)).map(
         (t) => t.name,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCh, type Ch } from '../../clickhouse/client.js';
-import { storedVisits } from '../../clickhouse/queries/derive.js';
+import { insertVisitStates, storedVisits } from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { periodAt } from '../../pipeline/derive/periods.js';
 import { recomputeVisits, type VenueDeriveContext } from '../../pipeline/derive/recompute.js';
@@ -49,10 +49,14 @@ const venue = (): VenueDeriveContext => ({
   zones: new Map([[hall, 'area']]),
 });
 
-/** Stores the pieces in order, recomputing each one's marked range after it; checks the stored visits against the oracle's and returns those. */
-async function deliver(v: VenueDeriveContext, pieces: Sighting[][]) {
+/**
+ * Stores the pieces in order, recomputing each one's marked range after it (`before` runs ahead of
+ * each); checks the stored visits against the oracle's and returns those.
+ */
+async function deliver(v: VenueDeriveContext, pieces: Sighting[][], before?: (piece: number) => Promise<void>) {
   let offset = 0;
-  for (const piece of pieces) {
+  for (const [i, piece] of pieces.entries()) {
+    await before?.(i);
     await insertEvents(
       ch,
       piece.map((s) =>
@@ -116,6 +120,24 @@ describe('visits recomputed round by round', () => {
     await deliver(venue(), [[...every('bridge', 0, 30, 5), ...every('bridge', 60, 90, 5)], [at('bridge', 45)]]);
     // A late device_left that splits a stored visit in two.
     await deliver(venue(), [every('split', 0, 60, 5), [at('split', 32, { left: true })]]);
+  });
+
+  it("continue each run from the period's checkpoint, and recompute what a late sighting or an interrupted round changed", async () => {
+    const every = (device: string, from: number, to: number, step: number) =>
+      Array.from({ length: Math.floor((to - from) / step) + 1 }, (_, i) => at(device, from + i * step));
+    // The second piece puts the checkpoint at minute 34 (a margin before its first sighting); the
+    // late sighting at 32 changes the run the last piece then continues from it.
+    await deliver(venue(), [every('late', 0, 30, 5), every('late', 35, 40, 5), [at('late', 32)], [at('late', 50)]]);
+    // A round that stored states but not their checkpoint (interrupted): the next one does not
+    // continue them, it recomputes the period from its start.
+    const v = venue();
+    const device = 'interrupted';
+    await deliver(v, [every(device, 0, 30, 5), every(device, 35, 40, 5), [at(device, 50)]], async (i) => {
+      if (i !== 2) return;
+      const run = { start_ms: at(device, 0).ts, last_ms: at(device, 30).ts, departed: 0, sightings: 999, randomized_mac: 0 };
+      const row = { operator_id: v.operatorId, venue_id: v.venueId, day: p.day, zone_id: '', device, cp_ms: at(device, 34).ts, ...run };
+      await insertVisitStates(ch, [{ ...row, retention_days: 90, version: Date.now() + 1 }]);
+    });
   });
 
   it('equal the whole period sessionized at once, however the sightings arrive', async () => {

@@ -15,15 +15,19 @@ import {
 import {
   MARK_KIND,
   occupancyBeforeSql,
-  periodVisitsSql,
+  sightingKeysSql,
+  visitCheckpointSql,
+  visitStatesSql,
   type DerivedOccupancyRow,
   type DerivedVisitRow,
+  type ScopeKeys,
 } from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { dwellInWindowsSql, eventsInWindowsSql, venueOccupanciesSql } from '../../clickhouse/queries/portfolio.js';
 import { activePartitionsSql } from '../../clickhouse/queries/retention.js';
 import { telemetrySeriesSql } from '../../clickhouse/queries/telemetry.js';
 import type { EventType } from '../../lib/events/vocabulary.js';
+import { closesAt, foldRuns, qualifies } from '../../domain/analytics/visit-runs.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { openChdb } from '../support/chdb.js';
 import { testConfig } from '../support/env.js';
@@ -259,7 +263,7 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
     expect(dwell.map((r) => [r.venue_id, Number(r.avg_dwell)])).toEqual([[venueId, (100 + 400 + 1000 + 2000 + 10) / 5]]);
   });
 
-  it('cut visits out of raw sightings: a gap over 15 minutes or a departure ends one, passers-by are left out; only devices seen in the marked range', async () => {
+  it('read sightings as sorted keys per scope and device (only devices seen in the marked range), which cut into visits: a gap over 15 minutes or a departure ends one, passers-by are left out', async () => {
     const at = (name: string, minute: number, type: 'device_seen' | 'device_left' = 'device_seen', zone: string | null = null) =>
       toRow(
         event({ operatorId, venueId, ts: base + minute * 60_000, type, device: deviceId(name), zoneId: zone }),
@@ -281,31 +285,15 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
     await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${sightings.map((r) => JSON.stringify(r)).join('\n')}`);
     await insertEvents(server, sightings);
     const visits = async (seenFromMs: number, seenToMs: number) => {
-      const statement = periodVisitsSql({
-        operatorId,
-        venueId,
-        fromMs: base,
-        toMs: base + 50 * 60_000,
-        seenFromMs,
-        seenToMs,
-        gapMs: 900_000,
-        minDwellMs: 120_000,
-        minSightings: 2,
-      });
-      // 18.16 quotes 64-bit integers in JSON, current ClickHouse does not.
-      const [current, old] = await Promise.all(
-        engines.map(async (e) =>
-          (await e.query<Record<string, string | number>>(statement.text)).map((x) => [
-            x.zone_id,
-            Number(x.start_ms) - base,
-            Number(x.end_ms) - base,
-            Number(x.closes_ms) - base,
-            Number(x.sightings),
-          ]),
-        ),
+      const keys = await onBoth<ScopeKeys>(
+        chsql`SELECT * FROM (${sightingKeysSql({ operatorId, venueId, fromMs: base, toMs: base + 50 * 60_000, seenFromMs, seenToMs, baseMs: base })})
+               ORDER BY zone_id, device`,
       );
-      expect(current, 'chdb and 18.16 agree').toEqual(old);
-      return current!;
+      return keys.flatMap((k) =>
+        foldRuns(undefined, k.keys, base, base)
+          .runs.filter(qualifies)
+          .map((r) => [k.zone_id, r.start - base, r.last - base, closesAt(r, base + 50 * 60_000) - base, r.sightings]),
+      );
     };
     const visitor = [
       ['', 0, 300_000, 1_200_000, 2],
@@ -315,7 +303,54 @@ describe('the derived tables and queries on current ClickHouse and on 18.16', ()
     const sorted = (rows: unknown[][]) => rows.map((r) => JSON.stringify(r)).sort();
     expect(sorted(await visits(base, base + 50 * 60_000))).toEqual(sorted([...visitor, ['', 600_000, 840_000, 1_740_000, 2]]));
     // Marked 30 to 33 minutes in: the visitor was seen then (all of its visits), the other device was not.
-    expect(await visits(base + 30 * 60_000, base + 33 * 60_000)).toEqual(visitor);
+    expect(sorted(await visits(base + 30 * 60_000, base + 33 * 60_000))).toEqual(sorted(visitor));
+  });
+
+  it("read a period's visit checkpoint (and whether a state is newer than it) and the newest state per scope and device", async () => {
+    const day = '2026-10-24';
+    const state = (zone: string, device: string, cp: number, start: number, version: number) => ({
+      operator_id: operatorId,
+      venue_id: venueId,
+      day,
+      zone_id: zone,
+      device,
+      cp_ms: base + cp,
+      start_ms: base + start,
+      last_ms: base + start + 60_000,
+      departed: 0,
+      sightings: 4,
+      randomized_mac: 1,
+      retention_days: 365,
+      version,
+    });
+    const d = deviceId('chdb-stateful');
+    const seen = toRow(
+      event({ operatorId, venueId, ts: base + 60_000, type: 'device_seen', device: d }),
+      { topic, partition: 3, offset: '0', index: 0 },
+      { timezone: 'UTC', retentionDays: 365 },
+    );
+    await chdb.engine.exec(`INSERT INTO events FORMAT JSONEachRow\n${JSON.stringify(seen)}`);
+    await insertEvents(server, [seen]);
+    for (const e of engines)
+      await insert(e, 'derived_visit_state', [
+        state('', d, 1000, 0, 5),
+        state('', d, 2000, 500, 7),
+        state('', '', 2000, 0, 7),
+        state(zoneId, d, 1000, 0, 5),
+      ]);
+    const [checkpoint] = await onBoth<Record<string, string>>(visitCheckpointSql({ operatorId, venueId, day }));
+    expect(checkpoint).toEqual({ cp_ms: String(base + 2000), cp_version: '7', newest: '7' });
+    for (const e of engines) await insert(e, 'derived_visit_state', [state(zoneId, d, 3000, 0, 9)]);
+    const [interrupted] = await onBoth<Record<string, string>>(visitCheckpointSql({ operatorId, venueId, day }));
+    expect(interrupted).toEqual({ cp_ms: String(base + 2000), cp_version: '7', newest: '9' });
+    const states = await onBoth<Record<string, string | number>>(
+      chsql`SELECT zone_id, toString(start_ms) AS start FROM (${visitStatesSql({ operatorId, venueId, day, fromMs: base, toMs: base + 3_600_000, seenFromMs: base, seenToMs: base + 3_600_000 })})
+             ORDER BY zone_id`,
+    );
+    expect(states).toEqual([
+      { zone_id: '', start: String(base + 500) },
+      { zone_id: zoneId, start: String(base) },
+    ]);
   });
 
   it("mark an insert's sightings and its door flows apart, each with the event times it spans", async () => {
