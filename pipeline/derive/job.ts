@@ -96,6 +96,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   };
   let lock: pg.PoolClient | undefined;
   let running: Promise<void> = Promise.resolve();
+  let stopping = false;
   /** Marks of the overlap already recomputed (id → insert time): each is handled once while this process leads. */
   const seen = new Map<string, number>();
   /** The start of the first round in a row that carried periods over. */
@@ -147,14 +148,20 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     // Newest periods first: today's figures before a backfill's.
     for (const q of queues.values()) q.sort((a, b) => b.period.start - a.period.start);
     const done = { periods: 0, rows: 0, visits: 0, occupancy: 0 };
-    const left = await runFairly(queues, opts.roundBudgetMs ?? Infinity, async ({ marks: m, venue: v, period: p }) => {
-      const { visits, occupancy } = await recomputePeriod(ch, v, p, m.ranges);
-      if (visits === undefined && occupancy === undefined) return;
-      done.periods++;
-      done.rows += (visits ?? 0) + (occupancy ?? 0);
-      if (visits !== undefined) done.visits++;
-      if (occupancy !== undefined) done.occupancy++;
-    });
+    const left = await runFairly(
+      queues,
+      opts.roundBudgetMs ?? Infinity,
+      async ({ marks: m, venue: v, period: p }) => {
+        const { visits, occupancy } = await recomputePeriod(ch, v, p, m.ranges);
+        if (visits === undefined && occupancy === undefined) return;
+        done.periods++;
+        done.rows += (visits ?? 0) + (occupancy ?? 0);
+        if (visits !== undefined) done.visits++;
+        if (occupancy !== undefined) done.occupancy++;
+      },
+      // Stopping: the period in hand finishes, the rest is carried over, so a round under load does not outlast the shutdown budget.
+      { stopped: () => stopping },
+    );
     // Written before the cursor moves past the marks they stand for: a crash between the two
     // recomputes those periods twice (idempotent), never not at all.
     await insertCarriedMarks(ch, carriedMarks(left), now);
@@ -175,7 +182,9 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     if (left.length > 0)
       log.info(
         { carried: left.length, operators: new Set(left.map((w) => w.venue.operatorId)).size, ms: stats.lastRoundMs },
-        'derive: round budget spent; periods carried over to the next round, which starts a second later',
+        stopping
+          ? 'derive: stopping; periods carried over to the next round'
+          : 'derive: round budget spent; periods carried over to the next round, which starts a second later',
       );
     if (cursor === undefined)
       log.info({ venues: marks.length, periods: done.periods, rows: done.rows }, 'derive: first run rebuilt every stored venue period');
@@ -200,6 +209,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     stats,
     runOnce,
     async stop() {
+      stopping = true;
       await rounds.stop();
       await running;
       if (lock) {

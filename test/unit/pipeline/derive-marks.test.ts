@@ -69,7 +69,7 @@ describe('the periods a round carries over', () => {
 
 describe("a round's time, shared between operators", () => {
   /** Items are their cost in ms on a clock that moves only while they run. */
-  async function schedule(queues: Record<string, number[]>, budgetMs: number) {
+  async function schedule(queues: Record<string, number[]>, budgetMs: number, stopAfter = Infinity) {
     let t = 0;
     const ran: string[] = [];
     const left = await runFairly(
@@ -79,7 +79,7 @@ describe("a round's time, shared between operators", () => {
         ran.push(`${item.op}${item.i}`);
         t += item.c;
       },
-      () => t,
+      { clock: () => t, stopped: () => ran.length >= stopAfter },
     );
     return { ran, left: left.map((x) => `${x.op}${x.i}`) };
   }
@@ -94,6 +94,12 @@ describe("a round's time, shared between operators", () => {
     const got = await schedule({ big: [1_000, 1_000], small: [5, 5], other: [5] }, 0);
     expect(got.ran.sort()).toEqual(['big0', 'other0', 'small0']);
     expect(got.left.sort()).toEqual(['big1', 'small1']);
+  });
+
+  it("starts nothing more once the process is stopping, not even an operator's first period", async () => {
+    const got = await schedule({ a: [1, 2], b: [3], c: [4] }, Infinity, 1);
+    expect(got.ran).toEqual(['a0']);
+    expect(got.left.sort()).toEqual(['a1', 'b0', 'c0']);
   });
 
   it('runs everything when the budget allows', async () => {
