@@ -15,7 +15,8 @@ import { every } from '../../lib/timers.js';
 import type { Db } from '../../postgres/client.js';
 import { byVenue, carriedMarks, deriveContexts, markedSpan, type VenueMarks } from './marks.js';
 import { periodsBetween, type Period } from './periods.js';
-import { recomputePeriod, type VenueDeriveContext } from './recompute.js';
+import type { VenueDeriveContext } from './context.js';
+import { recomputePeriod } from './recompute.js';
 import { runFairly } from './schedule.js';
 
 /**

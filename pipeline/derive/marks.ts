@@ -3,7 +3,8 @@ import { PLAN_LIMITS } from '../../domain/tenants/plans.js';
 import type { Db } from '../../postgres/client.js';
 import { venueProcessorContexts } from '../../postgres/queries/venues.js';
 import type { Period } from './periods.js';
-import type { MarkedRanges, VenueDeriveContext } from './recompute.js';
+import type { VenueDeriveContext } from './context.js';
+import type { MarkedRanges } from './recompute.js';
 
 /** A venue's marks of a round: the event times (epoch ms) their sightings and their door flows span. */
 export interface VenueMarks {

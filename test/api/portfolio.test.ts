@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertDerivedVisits } from '../../clickhouse/queries/derive.js';
+import { insertDerivedVisits } from '../../clickhouse/queries/derive-visits.js';
 import { venueCapacity } from '../../domain/dashboard/portfolio.js';
 import { request } from '../support/http.js';
 import { startServiceStack, type ServiceStack } from '../support/service-stack.js';

@@ -12,16 +12,14 @@ import {
   type HealthRow,
   type OccupancyRow,
 } from '../../clickhouse/queries/derived.js';
+import { MARK_KIND, occupancyBeforeSql, type DerivedOccupancyRow } from '../../clickhouse/queries/derive.js';
 import {
-  MARK_KIND,
-  occupancyBeforeSql,
   sightingKeysSql,
   visitCheckpointSql,
   visitStatesSql,
-  type DerivedOccupancyRow,
   type DerivedVisitRow,
   type ScopeKeys,
-} from '../../clickhouse/queries/derive.js';
+} from '../../clickhouse/queries/derive-visits.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { dwellInWindowsSql, eventsInWindowsSql, venueOccupanciesSql } from '../../clickhouse/queries/portfolio.js';
 import { activePartitionsSql } from '../../clickhouse/queries/retention.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { DerivedVisit } from '../../../clickhouse/queries/derive.js';
+import type { DerivedVisit } from '../../../clickhouse/queries/derive-visits.js';
 import { MAX_UNQUALIFIED_SPAN_MS, VISIT_GAP_MS } from '../../../domain/analytics/visit-rule.js';
-import { CHECKPOINT_MARGIN_MS, visitPlan, visitWindow } from '../../../pipeline/derive/recompute.js';
+import { CHECKPOINT_MARGIN_MS, visitPlan, visitWindow } from '../../../pipeline/derive/visits.js';
 
 const MIN = 60_000;
 const p = { start: 0, end: 24 * 60 * MIN, day: '2026-11-20' };
