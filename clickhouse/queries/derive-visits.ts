@@ -1,4 +1,4 @@
-import { chRows, chsql, insertRows, raw, type Ch, type ChSql } from '../client.js';
+import { chRows, chsql, insertTsv, raw, tsvString, type Ch, type ChSql } from '../client.js';
 import { operatorRows } from './operator-rows.js';
 
 /** The derive job's visits: the sightings it cuts into runs, the runs at each period's checkpoint, the stored visits (migrations 0010, 0013). */
@@ -131,8 +131,35 @@ export interface VisitStateRow extends VisitState {
   version: number;
 }
 
-/** States and, last, their checkpoint (device ''): one insert, so the checkpoint lands only after the rows it covers. */
-export const insertVisitStates = (ch: Ch, rows: VisitStateRow[]) => insertRows(ch, 'derived_visit_state', rows);
+const STATE_COLUMNS = [
+  'operator_id',
+  'venue_id',
+  'day',
+  'zone_id',
+  'device',
+  'cp_ms',
+  'start_ms',
+  'last_ms',
+  'departed',
+  'sightings',
+  'randomized_mac',
+  'retention_days',
+  'version',
+];
+
+/**
+ * States and, last, their checkpoint (device ''): one insert, so the checkpoint lands only after
+ * the rows it covers. TabSeparated: a round writes a row per device seen since the checkpoint.
+ */
+export const insertVisitStates = (ch: Ch, rows: VisitStateRow[]) =>
+  insertTsv(
+    ch,
+    'derived_visit_state',
+    STATE_COLUMNS,
+    rows,
+    (r) =>
+      `${r.operator_id}\t${r.venue_id}\t${r.day}\t${tsvString(r.zone_id)}\t${tsvString(r.device)}\t${r.cp_ms}\t${r.start_ms}\t${r.last_ms}\t${r.departed}\t${r.sightings}\t${r.randomized_mac}\t${r.retention_days}\t${r.version}\n`,
+  );
 
 const visitsOf = (rows: DerivedVisit[]): DerivedVisit[] =>
   rows.map((r) => ({
@@ -169,4 +196,29 @@ export interface DerivedVisitRow extends DerivedVisit {
   version: number;
 }
 
-export const insertDerivedVisits = (ch: Ch, rows: DerivedVisitRow[]) => insertRows(ch, 'derived_visits', rows);
+const VISIT_COLUMNS = [
+  'operator_id',
+  'venue_id',
+  'day',
+  'zone_id',
+  'device',
+  'start_ms',
+  'end_ms',
+  'closes_ms',
+  'sightings',
+  'randomized_mac',
+  'retention_days',
+  'live',
+  'version',
+];
+
+/** TabSeparated: a round writes a row per open visit whose last sighting moved. */
+export const insertDerivedVisits = (ch: Ch, rows: DerivedVisitRow[]) =>
+  insertTsv(
+    ch,
+    'derived_visits',
+    VISIT_COLUMNS,
+    rows,
+    (r) =>
+      `${r.operator_id}\t${r.venue_id}\t${r.day}\t${tsvString(r.zone_id)}\t${tsvString(r.device)}\t${r.start_ms}\t${r.end_ms}\t${r.closes_ms}\t${r.sightings}\t${r.randomized_mac}\t${r.retention_days}\t${r.live}\t${r.version}\n`,
+  );
