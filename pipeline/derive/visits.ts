@@ -7,6 +7,7 @@ import {
   visitCheckpoint,
   visitStates,
   type DerivedVisit,
+  type VisitScope,
   type VisitState,
   type VisitStateRow,
 } from '../../clickhouse/queries/derive-visits.js';
@@ -75,7 +76,7 @@ export function visitPlan(
  */
 export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom: number, seenTo: number): Promise<number> {
   const venue = { operatorId: v.operatorId, venueId: v.venueId, day: p.day };
-  const seen = { fromMs: p.start, toMs: p.end, seenFromMs: Math.max(seenFrom, p.start), seenToMs: Math.min(seenTo, p.end - 1) };
+  const seen = { ...venue, fromMs: p.start, toMs: p.end, seenFromMs: Math.max(seenFrom, p.start), seenToMs: Math.min(seenTo, p.end - 1) };
   const plan = visitPlan(await visitCheckpoint(ch, venue), seen.seenFromMs, p);
   const version = nextVersion();
   const stateRow = (k: { zone_id: string; device: string }, r: VisitRun, mac: number, cp: number): VisitStateRow => ({
@@ -93,60 +94,10 @@ export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, 
     retention_days: v.retentionDays,
     version,
   });
-  const checkpointRow = (cp: number) => stateRow({ zone_id: '', device: '' }, { start: 0, last: 0, left: false, sightings: 0 }, 0, cp);
-
-  let computed: DerivedVisit[];
-  let stored: DerivedVisit[];
-  let states: VisitStateRow[];
-  if (plan.mode === 'continue') {
-    // Every device with a sighting since the checkpoint: the seen ones' visits, and the others' runs moved to the next checkpoint.
-    const scope = { ...venue, ...seen, seenFromMs: plan.from, seenToMs: p.end - 1 };
-    // From the period's start (no valid checkpoint) nothing is continued: a state there may be an interrupted round's.
-    const [prior, keys, storedNow] = await Promise.all([
-      plan.from === p.start ? Promise.resolve([]) : visitStates(ch, scope),
-      sightingKeys(ch, { ...scope, fromMs: plan.from, baseMs: p.start }),
-      storedVisits(ch, scope),
-    ]);
-    const prefixes = new Map(prior.map((s) => [scopeKey(s), s]));
-    computed = [];
-    states = [];
-    const bound = new Map<string, number>();
-    for (const k of keys) {
-      const before = prefixes.get(scopeKey(k));
-      prefixes.delete(scopeKey(k));
-      const prefix = before && runOf(before);
-      const { runs, atCut } = foldRuns(prefix, k.keys, p.start, plan.nextCp);
-      const mac = before ? before.randomized_mac : k.randomized_mac;
-      computed.push(...runs.filter(qualifies).map((r) => visitOf(k, r, mac, p)));
-      bound.set(scopeKey(k), prefix ? prefix.start : plan.from);
-      if (atCut && !(prefix && sameRun(prefix, atCut))) states.push(stateRow(k, atCut, mac, plan.nextCp));
-    }
-    // A scope with a run before the checkpoint and no sighting since: its visits are as stored.
-    for (const [key, s] of prefixes) {
-      bound.set(key, s.start_ms);
-      const r = runOf(s);
-      if (qualifies(r)) computed.push(visitOf(s, r, s.randomized_mac, p));
-    }
-    stored = storedNow.filter((s) => s.start_ms >= (bound.get(scopeKey(s)) ?? plan.from));
-    if (states.length > 0 || plan.nextCp !== plan.from) states.push(checkpointRow(plan.nextCp));
-  } else {
-    const scope = { ...venue, ...seen };
-    const storedNow = await storedVisits(ch, scope);
-    const { readFrom, exactFrom } = visitWindow(storedNow, scope.seenFromMs, p);
-    const [prior, keys] = await Promise.all([visitStates(ch, scope), sightingKeys(ch, { ...scope, fromMs: readFrom, baseMs: p.start })]);
-    const before = new Map(prior.map((s) => [scopeKey(s), runOf(s)]));
-    computed = [];
-    states = [];
-    for (const k of keys) {
-      const { runs, atCut } = foldRuns(undefined, k.keys, p.start, plan.cp);
-      computed.push(...runs.filter((r) => r.start >= exactFrom && qualifies(r)).map((r) => visitOf(k, r, k.randomized_mac, p)));
-      // The run at the checkpoint, where the window saw it whole; one that began before is as stored.
-      const was = before.get(scopeKey(k));
-      if (atCut && atCut.start >= exactFrom && !(was && sameRun(was, atCut))) states.push(stateRow(k, atCut, k.randomized_mac, plan.cp));
-    }
-    stored = storedNow.filter((s) => s.start_ms >= exactFrom);
-    if (states.length > 0) states.push(checkpointRow(plan.cp));
-  }
+  const { computed, stored, states, cp } =
+    plan.mode === 'continue' ? await continued(ch, seen, p, plan, stateRow) : await fromWindow(ch, seen, p, plan.cp, stateRow);
+  // The checkpoint row last: it lands only after the states it covers.
+  if (cp !== undefined) states.push(stateRow({ zone_id: '', device: '' }, { start: 0, last: 0, left: false, sightings: 0 }, 0, cp));
 
   const { upserts, removed } = changes(computed, stored, visitKey, sameVisit);
   if (upserts.length + removed.length > 0) {
@@ -164,6 +115,76 @@ export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, 
   // After the visits: a round interrupted in between is redone from the same checkpoint.
   await insertVisitStates(ch, states);
   return upserts.length + removed.length;
+}
+
+type Seen = VisitScope & { day: string };
+type StateRowOf = (k: { zone_id: string; device: string }, r: VisitRun, mac: number, cp: number) => VisitStateRow;
+/** What a recomputation compares and writes; `cp` is the checkpoint to write, when it is to be written. */
+interface Recomputed {
+  computed: DerivedVisit[];
+  stored: DerivedVisit[];
+  states: VisitStateRow[];
+  cp?: number;
+}
+
+/**
+ * From the checkpoint: every device with a sighting since, the seen ones' visits and the others'
+ * runs moved to the next checkpoint, each run continued from its state. From the period's start
+ * (no valid checkpoint) nothing is continued: a state there may be an interrupted round's.
+ */
+async function continued(ch: Ch, seen: Seen, p: Period, plan: { from: number; nextCp: number }, stateRow: StateRowOf): Promise<Recomputed> {
+  const scope = { ...seen, seenFromMs: plan.from, seenToMs: p.end - 1 };
+  const [prior, keys, storedNow] = await Promise.all([
+    plan.from === p.start ? Promise.resolve([]) : visitStates(ch, scope),
+    sightingKeys(ch, { ...scope, fromMs: plan.from, baseMs: p.start }),
+    storedVisits(ch, scope),
+  ]);
+  const prefixes = new Map(prior.map((s) => [scopeKey(s), s]));
+  const computed: DerivedVisit[] = [];
+  const states: VisitStateRow[] = [];
+  // Per scope and device, the start from which its stored visits are compared.
+  const bound = new Map<string, number>();
+  for (const k of keys) {
+    const before = prefixes.get(scopeKey(k));
+    prefixes.delete(scopeKey(k));
+    const prefix = before && runOf(before);
+    const { runs, atCut } = foldRuns(prefix, k.keys, p.start, plan.nextCp);
+    const mac = before ? before.randomized_mac : k.randomized_mac;
+    computed.push(...runs.filter(qualifies).map((r) => visitOf(k, r, mac, p)));
+    bound.set(scopeKey(k), prefix ? prefix.start : plan.from);
+    if (atCut && !(prefix && sameRun(prefix, atCut))) states.push(stateRow(k, atCut, mac, plan.nextCp));
+  }
+  // A scope with a run before the checkpoint and no sighting since: its visits are as stored.
+  for (const [key, s] of prefixes) {
+    bound.set(key, s.start_ms);
+    const r = runOf(s);
+    if (qualifies(r)) computed.push(visitOf(s, r, s.randomized_mac, p));
+  }
+  const stored = storedNow.filter((s) => s.start_ms >= (bound.get(scopeKey(s)) ?? plan.from));
+  const moved = states.length > 0 || plan.nextCp !== plan.from;
+  return { computed, stored, states, cp: moved ? plan.nextCp : undefined };
+}
+
+/**
+ * From the visits' window (visitWindow), fresh, for a round with sightings from before the
+ * checkpoint `cp`, which it keeps: it rewrites the runs at it that it saw whole and that changed;
+ * one that began before the window has no new sighting.
+ */
+async function fromWindow(ch: Ch, seen: Seen, p: Period, cp: number, stateRow: StateRowOf): Promise<Recomputed> {
+  const storedNow = await storedVisits(ch, seen);
+  const { readFrom, exactFrom } = visitWindow(storedNow, seen.seenFromMs, p);
+  const [prior, keys] = await Promise.all([visitStates(ch, seen), sightingKeys(ch, { ...seen, fromMs: readFrom, baseMs: p.start })]);
+  const before = new Map(prior.map((s) => [scopeKey(s), runOf(s)]));
+  const computed: DerivedVisit[] = [];
+  const states: VisitStateRow[] = [];
+  for (const k of keys) {
+    const { runs, atCut } = foldRuns(undefined, k.keys, p.start, cp);
+    computed.push(...runs.filter((r) => r.start >= exactFrom && qualifies(r)).map((r) => visitOf(k, r, k.randomized_mac, p)));
+    const was = before.get(scopeKey(k));
+    if (atCut && atCut.start >= exactFrom && !(was && sameRun(was, atCut))) states.push(stateRow(k, atCut, k.randomized_mac, cp));
+  }
+  const stored = storedNow.filter((s) => s.start_ms >= exactFrom);
+  return { computed, stored, states, cp: states.length > 0 ? cp : undefined };
 }
 
 const visitOf = (k: { zone_id: string; device: string }, r: VisitRun, mac: number, p: Period): DerivedVisit => ({

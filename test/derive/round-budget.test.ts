@@ -179,4 +179,34 @@ describe('a derive round with its time spent', () => {
     expect(Number(statements!.n)).toBeGreaterThan(10);
     expect(statements!.limited).toBe(statements!.n);
   }, 120_000);
+
+  it("stops between venue periods, carrying the round's others over to the next leader, which ends equal to the oracle", async () => {
+    await job.stop();
+    const now = Date.now();
+    const v = await newVenue(db, { timezone: TZ, resetHour: RESET, zones: [{ slug: 'door', type: 'entrance' }] });
+    const from = Math.floor((now - 4 * DAY) / DAY) * DAY + 6 * HOUR;
+    const backfill = traffic(v, 'stopped', from, 4 * 24 - 8);
+    await store(backfill.events);
+    const days = new Set(backfill.sightings.map((s) => new Date(s.ts - RESET * HOUR).toISOString().slice(0, 10))).size;
+    const log = createLogger('derive-stop', cfg.LOG_LEVEL);
+
+    // Stopped while its round starts: at most the period in hand is recomputed, the others are marked again.
+    const stopped = startDeriveJob({ ch, db, log, intervalMs: 3_600_000 });
+    const round = stopped.runOnce();
+    await stopped.stop();
+    await round;
+    expect(stopped.stats.failures).toBe(0);
+    expect(stopped.stats.periods).toBeLessThanOrEqual(1);
+    expect(stopped.stats.carriedPeriods).toBeGreaterThanOrEqual(days - 1);
+
+    const next = startDeriveJob({ ch, db, log, intervalMs: 3_600_000 });
+    try {
+      await next.runOnce();
+      expect(next.stats.failures).toBe(0);
+      expect(next.stats.backlogPeriods).toBe(0);
+      expect(await figures(v, from, now)).toEqual(expected(backfill, from, now));
+    } finally {
+      await next.stop();
+    }
+  }, 60_000);
 });
