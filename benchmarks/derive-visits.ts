@@ -1,6 +1,6 @@
 /**
  * bench:derive-visits: what a derive round costs for a venue's visits late in a busy day
- * (pipeline/derive/recompute.ts, recomputeVisits). Venues with a day so far of visits (devices
+ * (pipeline/derive/visits.ts, recomputeVisits). Venues with a day so far of visits (devices
  * arriving all day, staying 10 minutes to 2 hours, seen every 1–4 minutes) in a scratch database;
  * then rounds that each add the next minute's sightings and recompute the visits they mark.
  * Seeded: every run stores the same sightings, so a run of the code before a change (this file

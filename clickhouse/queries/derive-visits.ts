@@ -43,7 +43,7 @@ export interface ScopeKeys {
 /**
  * The sightings of the devices seen in the marked range from `fromMs` (a whole second) to the
  * period's end, as sorted keys per scope (the whole venue '', and the sighting's zone) and device:
- * the derive job cuts them into visits (pipeline/derive/recompute.ts). Keys are ms since `baseMs`
+ * the derive job cuts them into visits (pipeline/derive/visits.ts). Keys are ms since `baseMs`
  * (the period's start) times 2, plus 1 for a `device_left`: a UInt32 for any period up to 24 days.
  */
 export function sightingKeysSql(q: VisitScope & { baseMs: number }): ChSql {

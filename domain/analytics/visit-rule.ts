@@ -13,6 +13,6 @@ export const MIN_SIGHTINGS = 2;
 /**
  * The longest a run of sightings can last without making a visit: shorter than MIN_DWELL_MS, or
  * fewer than MIN_SIGHTINGS sightings, each within VISIT_GAP_MS of the last. Such runs are not
- * stored, so the derive job bounds by this where one may start (pipeline/derive/recompute.ts).
+ * stored, so the derive job bounds by this where one may start (pipeline/derive/visits.ts).
  */
 export const MAX_UNQUALIFIED_SPAN_MS = Math.max(MIN_DWELL_MS, Math.max(0, MIN_SIGHTINGS - 2) * VISIT_GAP_MS);

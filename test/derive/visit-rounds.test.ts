@@ -13,8 +13,9 @@ import { event } from '../unit/support/events.js';
 import { MINUTE, oracleVisits, shuffled, type Sighting } from './oracle.js';
 
 /*
- * A round recomputes only the visits its new sightings can have changed, reading from a gap before
- * the earliest of them (visitWindow in pipeline/derive/recompute.ts). Sightings stored piece by
+ * A round recomputes only the visits its new sightings can have changed: continuing each run from
+ * the period's checkpoint when they all come after it (visitPlan), else reading from a gap before
+ * the earliest visit they can extend (visitWindow, pipeline/derive/visits.ts). Sightings stored piece by
  * piece, on time or shuffled (a late piece lands before, between and inside visits already
  * stored), with a recomputation of each piece's marked range after it, must end with exactly the
  * visits an independent sessionization of all of them gives (test/derive/oracle.ts): every scope,
