@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { newOperator, newVenue } from '../support/tenants.js';
@@ -20,10 +21,14 @@ const edges: TestEdge[] = [];
 
 async function spawnEdge(env: Record<string, string> = {}): Promise<EdgeProcess> {
   const port = await freePort();
+  // The edge's log is kept: a failure here is read from what the edge said, not guessed.
+  mkdirSync('.stack/logs', { recursive: true });
+  const logFile = openSync(`.stack/logs/edge-process-${port}.log`, 'w');
   const child = spawn(process.execPath, ['node_modules/vite-node/vite-node.mjs', 'apps/edge/main.ts'], {
-    env: { ...process.env, EDGE_HOST: '127.0.0.1', EDGE_PORT: String(port), ...env },
-    stdio: 'ignore',
+    env: { ...process.env, LOG_LEVEL: 'warn', EDGE_HOST: '127.0.0.1', EDGE_PORT: String(port), ...env },
+    stdio: ['ignore', logFile, logFile],
   });
+  closeSync(logFile);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const edge = { child, url: `ws://127.0.0.1:${port}/ws`, health: `http://127.0.0.1:${port}/health`, exited };
   children.push(edge);
@@ -98,7 +103,13 @@ describe('the edge process', () => {
     const conns = [];
     for (let i = 0; i < 10; i++) conns.push(track(await Client.connected(edge.url, op.key)));
     // The leases are in Redis, where the other edge counts them.
-    expect((await request(edge.health)).body.websocket).toMatchObject({ connections: 10, leases: 10, redis: 'shared' });
+    const closedEarly = conns.flatMap((c, i) => (c.closed ? [{ i, ...c.closed }] : []));
+    expect({ ...(await request(edge.health)).body.websocket, closedEarly }).toMatchObject({
+      connections: 10,
+      leases: 10,
+      redis: 'shared',
+      closedEarly: [],
+    });
     edge.child.kill('SIGKILL');
     await edge.exited;
     const killedAt = Date.now();
