@@ -61,8 +61,13 @@ function continuedPoints(flows: Flow[], from: number): Points {
   return periodSeries([...flows].sort(compareFlows), from).map((s) => ({ at: s.ts, value: s.value }));
 }
 
-/** How far back before the first changed instant a recomputation looks for the figures it continues from. */
-export const OCCUPANCY_LOOKBACK_MS = 3_600_000;
+/**
+ * How far back before the first changed instant a recomputation looks for the figures it continues
+ * from, nearest first: a busy venue has a figure in the last minute, and reading the hour before
+ * instead would read up to an hour of its points every round. The hour is read only when the
+ * minute lacks one of the figures (a zone quiet for a while).
+ */
+export const OCCUPANCY_LOOKBACKS_MS = [60_000, 3_600_000];
 
 /** What a recomputation of [fromMs, the period's end) reads: the flows (the venue's, each zone's) and the stored points. */
 async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: number) {
@@ -89,25 +94,30 @@ async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: 
  * or counter zone's (its own events), written where it differs from what is stored. A figure
  * depends only on the flows up to its instant, so only the instants from the first changed second
  * (`seenFrom`) on are recomputed, continuing from the venue's and each zone's last stored figure
- * before it; where one of them has no stored figure in the hour before, the whole period is.
+ * before it (OCCUPANCY_LOOKBACKS_MS); where one of them has no stored figure in the hour before,
+ * the whole period is.
  */
 export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom = p.start): Promise<number> {
   const from = Math.floor(Math.max(seenFrom, p.start) / 1000) * 1000;
-  if (from > p.start) {
-    const [base, input] = await Promise.all([
-      occupancyBefore(ch, {
-        operatorId: v.operatorId,
-        venueId: v.venueId,
-        fromMs: Math.max(p.start, from - OCCUPANCY_LOOKBACK_MS),
-        beforeMs: from,
-      }),
-      occupancyInput(ch, v, p, from),
-    ]);
-    const known = (input.flows.length === 0 || base.venue !== undefined) && [...input.zoneFlows.keys()].every((z) => base.zones.has(z));
-    if (known)
-      return writeOccupancy(ch, v, input, (f, zone) => continuedPoints(f, (zone === undefined ? base.venue : base.zones.get(zone))!.value));
+  const whole = async () => writeOccupancy(ch, v, await occupancyInput(ch, v, p, p.start), (f) => occupancyPoints(f, p));
+  if (from === p.start) return whole();
+  const before = (i: number) =>
+    occupancyBefore(ch, {
+      operatorId: v.operatorId,
+      venueId: v.venueId,
+      fromMs: Math.max(p.start, from - OCCUPANCY_LOOKBACKS_MS[i]!),
+      beforeMs: from,
+    });
+  const [input, first] = await Promise.all([occupancyInput(ch, v, p, from), before(0)]);
+  const known = (b: typeof first) =>
+    (input.flows.length === 0 || b.venue !== undefined) && [...input.zoneFlows.keys()].every((z) => b.zones.has(z));
+  let base = first;
+  for (let i = 1; !known(base); i++) {
+    // No further look-back, or the last one already reached the period's start.
+    if (i === OCCUPANCY_LOOKBACKS_MS.length || from - OCCUPANCY_LOOKBACKS_MS[i - 1]! <= p.start) return whole();
+    base = await before(i);
   }
-  return writeOccupancy(ch, v, await occupancyInput(ch, v, p, p.start), (f) => occupancyPoints(f, p));
+  return writeOccupancy(ch, v, input, (f, zone) => continuedPoints(f, (zone === undefined ? base.venue : base.zones.get(zone))!.value));
 }
 
 /** Writes where the points computed from `input` (by `pointsOf`, per zone or for the venue) differ from the stored ones. */
