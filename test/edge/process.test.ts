@@ -103,7 +103,7 @@ describe('the edge process', () => {
     const conns = [];
     for (let i = 0; i < 10; i++) conns.push(track(await Client.connected(edge.url, op.key)));
     // The leases are in Redis, where the other edge counts them.
-    const closedEarly = conns.flatMap((c, i) => (c.closed ? [{ i, ...c.closed }] : []));
+    const closedEarly = conns.flatMap((c, i) => (c.closed ? [{ i, ...c.closed, error: c.error }] : []));
     expect({ ...(await request(edge.health)).body.websocket, closedEarly }).toMatchObject({
       connections: 10,
       leases: 10,

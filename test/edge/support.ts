@@ -37,6 +37,8 @@ export class Client {
   readonly messages: Msg[] = [];
   readonly pings: number[] = [];
   closed: { code: number; reason: string } | null = null;
+  /** The client-side error that ended the connection, if one did (a 1006 close says no more). */
+  error: string | null = null;
   private readonly closedP: Promise<{ code: number; reason: string }>;
 
   constructor(readonly ws: WebSocket) {
@@ -49,7 +51,9 @@ export class Client {
       }
     });
     ws.on('ping', () => this.pings.push(Date.now()));
-    ws.on('error', () => undefined);
+    ws.on('error', (err) => {
+      this.error = err.message;
+    });
     this.closedP = new Promise((resolve) =>
       ws.on('close', (code, reason) => {
         this.closed = { code, reason: reason.toString('utf8') };
