@@ -67,7 +67,7 @@ function continuedPoints(flows: Flow[], from: number): Points {
  * instead would read up to an hour of its points every round. The hour is read only when the
  * minute lacks one of the figures (a zone quiet for a while).
  */
-export const OCCUPANCY_LOOKBACKS_MS = [60_000, 3_600_000];
+export const OCCUPANCY_LOOKBACKS_MS: readonly number[] = [60_000, 3_600_000];
 
 /** What a recomputation of [fromMs, the period's end) reads: the flows (the venue's, each zone's) and the stored points. */
 async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: number) {
