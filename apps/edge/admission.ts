@@ -10,7 +10,7 @@ import { hashApiKey } from '../../domain/tenants/api-keys.js';
 import { ConnectionLeases } from '../../domain/limits/connections.js';
 import { RateLimiter, rateLimited } from '../../domain/limits/rate-limit.js';
 import { CLOSE, closeReason } from './protocol.js';
-import { CHECK_TIMEOUT_MS, newConn, type Conn } from './connection.js';
+import { CHECK_TIMEOUT_MS, IDLE, newConn, type Conn } from './connection.js';
 import type { EdgeCounters, EdgeSocket } from './subscriptions.js';
 import { withTimeout } from '../../lib/timers.js';
 
@@ -39,6 +39,8 @@ export class Admission {
   private readonly identities = new Map<string, { operatorId: string; keyHash: string }>();
   /** Lease releases under way, awaited at shutdown. */
   private readonly releases = new Set<Promise<void>>();
+  /** Admissions under way: each ends by welcoming, refusing or releasing its connection. */
+  private readonly admitting = new Set<Promise<void>>();
 
   constructor(
     cfg: Config,
@@ -55,59 +57,70 @@ export class Admission {
   }
 
   /**
-   * The /ws upgrade: 503 while shutting down, 429 past the wrong-key budget, otherwise an upgrade
-   * carrying the connection (with its refusal, if any, for `refuseOpened`).
+   * The /ws upgrade: 503 while shutting down, otherwise accepted at once, inside uWS's own request
+   * handler. The key is checked once the socket is open (`opened`): the async upgrade
+   * (`res.cork(() => res.upgrade())` after an await) is unsafe in uWebSockets.js 20.30, whose
+   * cork() can read the freed HTTP state of the upgraded socket and close it right after its
+   * `connected` (uWebSockets PR #1929; docs/websocket.md).
    */
   upgrade(res: uWS.HttpResponse, req: uWS.HttpRequest, context: uWS.us_socket_context_t, accepting: () => boolean): void {
-    // The request object is gone after the first await: copy what the upgrade needs now.
-    const secKey = req.getHeader('sec-websocket-key');
-    const protocol = req.getHeader('sec-websocket-protocol');
-    const extensions = req.getHeader('sec-websocket-extensions');
-    const token = req.getQuery('token') ?? '';
-    const client = resolveClientAddress(this.isTrusted, peerAddress(res), req.getHeader('x-forwarded-for'));
-    let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-    });
     if (!accepting()) {
-      res.cork(() => {
-        res
-          .writeStatus('503 Service Unavailable')
-          .writeHeader('Content-Type', 'application/json')
-          .writeHeader('Retry-After', '1')
-          .end(JSON.stringify({ error: 'this edge is shutting down; reconnect', code: 'SERVICE_UNAVAILABLE' }));
-      });
+      res
+        .writeStatus('503 Service Unavailable')
+        .writeHeader('Content-Type', 'application/json')
+        .writeHeader('Retry-After', '1')
+        .end(JSON.stringify({ error: 'this edge is shutting down; reconnect', code: 'SERVICE_UNAVAILABLE' }));
       return;
     }
-    void this.admit(token, client).then(
-      (conn) => {
-        if (aborted) return this.release(conn);
-        const limited = conn.limited;
-        if (limited) {
-          this.counters.refused++;
-          res.cork(() => {
-            res.writeStatus('429 Too Many Requests').writeHeader('Content-Type', 'application/json');
-            for (const [name, value] of Object.entries(limited.headers)) res.writeHeader(name, value);
-            res.end(JSON.stringify(limited.toBody()));
-          });
-          return;
-        }
-        if (!accepting() && !conn.refusal)
-          conn.refusal = { close: CLOSE.GOING_AWAY, errorCode: 'SERVICE_UNAVAILABLE', message: 'server shutting down; reconnect now' };
-        res.cork(() => res.upgrade(conn, secKey, protocol, extensions, context));
-      },
-      (err: Error) => {
-        this.log.error({ err }, 'connection admission failed');
-        if (!aborted) res.cork(() => res.writeStatus('500 Internal Server Error').end());
-      },
+    const client = resolveClientAddress(this.isTrusted, peerAddress(res), req.getHeader('x-forwarded-for'));
+    res.upgrade(
+      newConn(req.getQuery('token') ?? '', client),
+      req.getHeader('sec-websocket-key'),
+      req.getHeader('sec-websocket-protocol'),
+      req.getHeader('sec-websocket-extensions'),
+      context,
     );
   }
 
+  /**
+   * A just-opened connection: checks its key and takes its lease, then refuses it (one error
+   * message, then a close code) or hands it to `welcome`. Its messages wait in its queue meanwhile.
+   */
+  opened(conn: Conn, ws: EdgeSocket, accepting: () => boolean, welcome: () => void): void {
+    const { token, client } = conn;
+    conn.token = '';
+    conn.client = '';
+    conn.pending++;
+    const admitted = this.admit(conn, token, client)
+      .catch((err: Error) => {
+        this.log.error({ err }, 'connection admission failed');
+        conn.refusal = {
+          close: CLOSE.SERVICE_UNAVAILABLE,
+          errorCode: 'SERVICE_UNAVAILABLE',
+          message: 'cannot admit the connection right now; retry',
+        };
+      })
+      .then(() => {
+        if (!conn.open) return this.release(conn);
+        if (!accepting() && !conn.refusal)
+          conn.refusal = { close: CLOSE.GOING_AWAY, errorCode: 'SERVICE_UNAVAILABLE', message: 'server shutting down; reconnect now' };
+        if (this.refuseOpened(conn, ws)) return;
+        conn.welcomed = true;
+        welcome();
+      });
+    this.admitting.add(admitted);
+    conn.queue = admitted.finally(() => {
+      this.admitting.delete(admitted);
+      if (--conn.pending === 0) conn.queue = IDLE;
+    });
+  }
+
   /** Closes a just-opened connection that admission refused; true when it did. */
-  refuseOpened(conn: Conn, ws: EdgeSocket): boolean {
+  private refuseOpened(conn: Conn, ws: EdgeSocket): boolean {
     const refusal = conn.refusal;
     if (!refusal) return false;
     this.counters.refused++;
+    this.release(conn);
     // A browser cannot read a refused upgrade's status, but it can read this and the close reason.
     ws.send(JSON.stringify({ type: 'error', errorCode: refusal.errorCode, errorMsg: refusal.message }));
     ws.end(refusal.close, closeReason(refusal.errorCode, refusal.message));
@@ -115,25 +128,24 @@ export class Admission {
   }
 
   /** `authorize`, then counts a wrong key against the client address's budget. */
-  private async admit(token: string, client: string): Promise<Conn> {
-    const conn = await this.authorize(token);
-    if (conn.refusal?.errorCode !== 'UNAUTHORIZED' || !this.failures) return conn;
-    // As REST: a wrong key counts; past the budget the answer is 429, a valid key is still served.
+  private async admit(conn: Conn, token: string, client: string): Promise<void> {
+    await this.authorize(conn, token);
+    if (conn.refusal?.errorCode !== 'UNAUTHORIZED' || !this.failures) return;
+    // As REST: a wrong key counts; past the budget the refusal says so, a valid key is still served.
     try {
       const decision = await this.failures.hit(client, 'unauthenticated');
-      if (!decision.allowed) conn.limited = rateLimited(decision, 'unauthenticated');
+      if (!decision.allowed)
+        conn.refusal = { close: CLOSE.RATE_LIMITED, errorCode: 'RATE_LIMITED', message: rateLimited(decision, 'unauthenticated').message };
     } catch (err) {
-      this.log.warn({ err }, 'could not count a refused upgrade');
+      this.log.warn({ err }, 'could not count a refused connection');
     }
-    return conn;
   }
 
   /** Authenticates the key the way the API does, then takes a connection lease. */
-  private async authorize(token: string): Promise<Conn> {
-    const conn = newConn();
+  private async authorize(conn: Conn, token: string): Promise<void> {
     if (!token) {
       conn.refusal = { close: CLOSE.UNAUTHORIZED, errorCode: 'UNAUTHORIZED', message: 'missing API key: connect to /ws?token=<API_KEY>' };
-      return conn;
+      return;
     }
     try {
       const operator = await withTimeout(authenticate(this.db, token), CHECK_TIMEOUT_MS);
@@ -151,7 +163,7 @@ export class Admission {
           message: 'cannot check the API key right now; retry in a few seconds',
         };
       }
-      return conn;
+      return;
     }
     const decision = await this.leases.acquire(conn.operatorId, conn.id);
     if (!decision.allowed) {
@@ -160,10 +172,9 @@ export class Admission {
         errorCode: 'RATE_LIMITED',
         message: `at most ${decision.limit} concurrent connections per operator; close one, then retry`,
       };
-      return conn;
+      return;
     }
     conn.leased = true;
-    return conn;
   }
 
   private identity(operatorId: string, keyHash: string): { operatorId: string; keyHash: string } {
@@ -184,8 +195,9 @@ export class Admission {
     this.releases.add(p);
   }
 
-  /** Resolves when every lease release under way has finished. */
+  /** Resolves when every admission and every lease release under way has finished. */
   async released(): Promise<void> {
+    await Promise.all([...this.admitting]);
     await Promise.all([...this.releases]);
   }
 

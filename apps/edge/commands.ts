@@ -23,6 +23,17 @@ export class Commands {
   /** One frame from the client: checked at once, then handled after the connection's earlier messages. */
   receive(conn: Conn, message: ArrayBuffer, isBinary: boolean): void {
     if (conn.refusal || !conn.open) return;
+    if (!conn.welcomed && conn.pending < MAX_PENDING_MESSAGES) {
+      // Still being admitted: the frame (copied, as uWS reuses its memory) is received after `connected`.
+      const copy = message.slice(0);
+      conn.pending++;
+      conn.queue = conn.queue.then(() => {
+        conn.pending--;
+        this.receive(conn, copy, isBinary);
+        if (conn.pending === 0) conn.queue = IDLE;
+      });
+      return;
+    }
     if (isBinary) return this.replyError(conn, null, 'VALIDATION_ERROR', 'send commands as JSON text frames');
     const max = this.cfg.WS_MAX_MESSAGE_BYTES;
     if (message.byteLength > max)
@@ -51,6 +62,7 @@ export class Commands {
   }
 
   private async handleText(conn: Conn, text: string): Promise<void> {
+    if (conn.refusal) return;
     const { commands, errors } = parseMessage(text);
     for (const e of errors) this.registry.send(conn, e);
     for (const cmd of commands) {

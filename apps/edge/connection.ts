@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { AppError } from '../../lib/errors.js';
 import type { Subscriber } from './subscriptions.js';
 
-/** Why an admitted upgrade is closed right after it opens: a browser can read this, not a refused status. */
+/** Why a connection is closed right after it opens: a browser can read this, not a refused status. */
 export interface Refusal {
   close: number;
   errorCode: string;
@@ -11,13 +10,16 @@ export interface Refusal {
 
 /** One /ws connection: uWS's user data, from admission to close. */
 export interface Conn extends Subscriber {
-  /** Past the address's wrong-key budget: answered 429 instead of upgrading. */
-  limited: AppError | null;
+  /** The upgrade's `token` and client address, kept only until the connection is admitted. */
+  token: string;
+  client: string;
   /** Also the connection's lease id. */
   id: string;
   /** SHA-256 of the key, hex: re-checked so a rotated key's connections close. Never the key itself. */
   keyHash: string;
   refusal: Refusal | null;
+  /** Admitted and sent `connected`; its frames are received from then on, in order. */
+  welcomed: boolean;
   leased: boolean;
   /** Client messages waiting for their replies. */
   pending: number;
@@ -28,12 +30,14 @@ export interface Conn extends Subscriber {
 /** The queue of a connection with no message waiting: one settled promise shared by all of them. */
 export const IDLE: Promise<void> = Promise.resolve();
 
-export const newConn = (): Conn => ({
-  limited: null,
+export const newConn = (token = '', client = ''): Conn => ({
+  token,
+  client,
   id: randomUUID(),
   operatorId: '',
   keyHash: '',
   refusal: null,
+  welcomed: false,
   leased: false,
   open: false,
   ws: null,

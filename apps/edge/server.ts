@@ -74,10 +74,16 @@ export async function startEdge(cfg: Config, log: Logger, opts: EdgeOptions = {}
       const conn = ws.getUserData();
       conn.ws = ws;
       conn.open = true;
-      if (admission.refuseOpened(conn, ws)) return;
-      registry.join(conn);
-      ws.send(JSON.stringify({ type: 'connected', operatorId: conn.operatorId, timestamp: new Date().toISOString() }));
-      counters.messagesSent++;
+      admission.opened(
+        conn,
+        ws,
+        () => accepting,
+        () => {
+          registry.join(conn);
+          ws.send(JSON.stringify({ type: 'connected', operatorId: conn.operatorId, timestamp: new Date().toISOString() }));
+          counters.messagesSent++;
+        },
+      );
     },
     message: (ws, message, isBinary) => {
       counters.messagesReceived++;

@@ -43,13 +43,21 @@ async function expect4001(token: string | undefined, address: string): Promise<v
   expect(closed.code).toBe(4001);
 }
 
-async function expect429(token: string | undefined, address: string): Promise<void> {
+/** Past the budget: accepted, told why (with the wait) in one error message, then closed 4129. */
+async function expectOverBudget(token: string | undefined, address: string): Promise<void> {
   const r = await upgrade(token, address);
-  expect('status' in r, 'expected an HTTP refusal').toBe(true);
-  const res = r as Extract<Upgrade, { status: number }>;
-  expect(res.status).toBe(429);
-  expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-  expect(JSON.parse(res.body)).toMatchObject({ code: 'RATE_LIMITED' });
+  expect('client' in r, 'status' in r ? `HTTP ${r.status} ${r.body}` : '').toBe(true);
+  const client = (r as { client: Client }).client;
+  const closed = await client.waitClose();
+  expect(client.messages).toEqual([
+    {
+      type: 'error',
+      errorCode: 'RATE_LIMITED',
+      errorMsg: expect.stringMatching(/without a valid API key from this address .*retry in \d+ s/),
+    },
+  ]);
+  expect(closed.code).toBe(4129);
+  expect(closed.reason).toMatch(/^RATE_LIMITED: /);
 }
 
 beforeAll(async () => {
@@ -68,15 +76,15 @@ afterAll(async () => {
 });
 
 describe('/ws wrong keys count against the per-address budget', () => {
-  it('refuses upgrades past the budget with 429 and Retry-After; a valid key is still served', async () => {
+  it('refuses connections past the budget with RATE_LIMITED and the wait; a valid key is still served', async () => {
     const op = await newOperator(api);
     const address = nextAddress();
     await freshWindow();
     await expect4001(undefined, address);
     await expect4001('hello', address);
     await expect4001('vt_live_' + 'A'.repeat(28), address);
-    await expect429('vt_live_' + 'B'.repeat(28), address);
-    await expect429(undefined, address);
+    await expectOverBudget('vt_live_' + 'B'.repeat(28), address);
+    await expectOverBudget(undefined, address);
     // As REST: the budget counts wrong keys only.
     const ok = await upgrade(op.key, address);
     expect('client' in ok).toBe(true);
@@ -94,7 +102,7 @@ describe('/ws wrong keys count against the per-address budget', () => {
       expect(res.status).toBe(401);
     }
     await expect4001('hello', address);
-    await expect429('hello', address);
+    await expectOverBudget('hello', address);
     const rest = await request(`${api.url}/api/venues`, { key: 'vt_live_' + 'C'.repeat(28), headers: { 'X-Forwarded-For': address } });
     expect(rest.status).toBe(429);
   });
@@ -106,12 +114,12 @@ describe('/ws wrong keys count against the per-address budget', () => {
       edge = strict;
       try {
         // Not trusted: every forged address is the one loopback peer, so the second guess is over budget.
-        // Loopback may already have spent its budget in this window (other test files): 429 then too.
+        // Loopback may already have spent its budget in this window (other test files): 4129 then too.
         await freshWindow();
         const first = await upgrade('hello', nextAddress());
-        if ('client' in first) expect((await first.client.waitClose()).code).toBe(4001);
-        else expect(first.status).toBe(429);
-        await expect429('hello', nextAddress());
+        expect('client' in first).toBe(true);
+        expect([4001, 4129]).toContain((await (first as { client: Client }).client.waitClose()).code);
+        await expectOverBudget('hello', nextAddress());
       } finally {
         edge = saved;
       }

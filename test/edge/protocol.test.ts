@@ -51,6 +51,25 @@ describe('connecting', () => {
     expect(Date.parse(hello.timestamp)).toBeGreaterThanOrEqual(before - 1000);
   });
 
+  it('answers frames sent before `connected` after it; a refused key gets no answer to them', async () => {
+    // The key is checked once the socket is open: frames sent at once wait for the admission.
+    const early = await Client.open(edge.url, alice.key);
+    clients.push(early);
+    early.send({ tsSubCmds: [{ cmdId: 1, entityId: aliceVenue, keys: ['entries'] }] });
+    early.ws.send(Buffer.from('binary'));
+    early.send({ tsSubCmds: [{ cmdId: 2, entityId: bobVenue, keys: ['entries'] }] });
+    await early.next((m) => m.cmdId === 2);
+    const [first, ...rest] = early.messages.map((m) => m.type ?? m.errorCode);
+    // A frame refused at once (binary) is answered at once, not after the commands before it.
+    expect({ first, rest: rest.sort() }).toEqual({ first: 'connected', rest: ['FORBIDDEN', 'VALIDATION_ERROR', 'subscribed'] });
+
+    const refused = await Client.open(edge.url, 'vt_live_' + 'Z'.repeat(28));
+    clients.push(refused);
+    refused.send({ tsSubCmds: [{ cmdId: 1, entityId: aliceVenue, keys: ['entries'] }] });
+    expect((await refused.waitClose()).code).toBe(4001);
+    expect(refused.messages).toEqual([{ type: 'error', errorCode: 'UNAUTHORIZED', errorMsg: expect.any(String) }]);
+  });
+
   it('answers a plain GET /ws (no upgrade) with 426 in the envelope, and unknown paths with 404', async () => {
     const http = edge.url.replace('ws://', 'http://');
     const plain = await request(http);
