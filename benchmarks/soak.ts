@@ -34,6 +34,7 @@ import {
   writeResult,
 } from './lib/harness.js';
 import { Fleet, type FleetTenant } from './lib/fleet.js';
+import { gcAndMemory, heapSnapshot } from './lib/inspector.js';
 import { cliArgs } from '../lib/cli.js';
 
 const { values: args } = cliArgs(
@@ -55,6 +56,11 @@ const { values: args } = cliArgs(
       'sample-seconds': { type: 'string', default: '60' },
       // A directory for the pipelines' info-level logs (processor stats each minute, rebalances, restores).
       logs: { type: 'string' },
+      // Each process's heap after a full GC (through its inspector) at warm-up, every 5th sample and
+      // at the end: whether RSS growth is live heap. Each GC pauses that process for up to a second.
+      heap: { type: 'boolean', default: false },
+      // With --heap: a directory for each process's heap snapshot at the end (DevTools format).
+      'heap-snapshots': { type: 'string' },
     },
   },
 );
@@ -72,6 +78,8 @@ const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { q
 await up({ quiet: true });
 
 const runId = Date.now().toString(36);
+/** The sample that ends warm-up: a fifth of the run, at least the second. */
+const warmIndex = (samples: number) => Math.max(1, Math.floor(samples / 5));
 const [API_PORT, EDGE_PORT] = [3193, 3194];
 const { cfg: baseCfg } = benchConfig({});
 const dbUrl = new URL(baseCfg.DATABASE_URL);
@@ -100,16 +108,36 @@ await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'soak', cfg.KAFKA_TOPIC_PREFIX);
 
 const logDir = args.logs;
 if (logDir) mkdirSync(logDir, { recursive: true });
-const pipelines = logDir
-  ? startPipelines(Number(args.pipelines), { ...env, LOG_LEVEL: 'info' }, (name, line) =>
-      appendFileSync(join(logDir, `${name}.log`), line + '\n'),
-    )
-  : startPipelines(Number(args.pipelines), env);
+// With --heap every process listens for the inspector on loopback: api 9330, edge 9331, pipelines from 9332.
+const INSPECT = { api: 9330, edge: 9331, pipeline: 9332 };
+const inspectEnv = (port: number): Record<string, string> =>
+  args.heap ? { NODE_OPTIONS: [env.NODE_OPTIONS, `--inspect=127.0.0.1:${port}`].filter(Boolean).join(' ') } : {};
+const pipelines = startPipelines(
+  Number(args.pipelines),
+  logDir ? { ...env, LOG_LEVEL: 'info' } : env,
+  logDir ? (name, line) => appendFileSync(join(logDir, `${name}.log`), line + '\n') : undefined,
+  (i) => inspectEnv(INSPECT.pipeline + i),
+);
 const procs = {
-  api: startProcess('api', 'dist/apps/api/main.js', env),
+  api: startProcess('api', 'dist/apps/api/main.js', { ...env, ...inspectEnv(INSPECT.api) }),
   ...Object.fromEntries(pipelines.map((p) => [p.name, p])),
-  edge: startProcess('edge', 'dist/apps/edge/main.js', env),
+  edge: startProcess('edge', 'dist/apps/edge/main.js', { ...env, ...inspectEnv(INSPECT.edge) }),
 };
+const inspectPorts: Record<string, number> = {
+  api: INSPECT.api,
+  edge: INSPECT.edge,
+  ...Object.fromEntries(pipelines.map((p, i) => [p.name, INSPECT.pipeline + i])),
+};
+/** Heap used after a full GC, MB, per process (NaN where the inspector did not answer). */
+async function heapAfterGcMb(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const [name, port] of Object.entries(inspectPorts))
+    out[name] = await gcAndMemory(port).then(
+      (m) => round(m.heapUsed / 2 ** 20),
+      (err: Error) => (console.log(`no GC through ${name}'s inspector: ${err.message}`), NaN),
+    );
+  return out;
+}
 process.on('exit', () => {
   for (const p of Object.values(procs)) if (p.child.exitCode === null) p.child.kill('SIGKILL');
 });
@@ -216,6 +244,7 @@ while (Date.now() < deadline) {
   cpuBefore = cpuAfter;
   const waits = fleet.stats.batchWaits.slice(seen).sort((a, b) => a - b);
   seen = fleet.stats.batchWaits.length;
+  const heapDue = args.heap && (samples.length === warmIndex((MINUTES * 60_000) / SAMPLE_MS) || (samples.length + 1) % 5 === 0);
   const sample = {
     minute: round((samples.length + 1) * (SAMPLE_MS / 60_000), 2),
     accepted: fleet.stats.eventsAccepted,
@@ -229,19 +258,29 @@ while (Date.now() < deadline) {
     deriveBehindS: await deriveBehindS().catch(() => NaN),
     latencyMs: { p50: round(percentile(waits, 50)), p95: round(percentile(waits, 95)), p99: round(percentile(waits, 99)) },
     cpuPercent,
+    ...(heapDue ? { heapAfterGcMb: await heapAfterGcMb() } : {}),
   };
   samples.push(sample);
   console.log(JSON.stringify(sample));
 }
 await load;
+const finalHeap = args.heap ? await heapAfterGcMb() : undefined;
+const snapshotDir = args['heap-snapshots'];
+if (args.heap && snapshotDir) {
+  mkdirSync(snapshotDir, { recursive: true });
+  for (const [name, port] of Object.entries(inspectPorts))
+    await heapSnapshot(port, join(snapshotDir, `${name}.heapsnapshot`)).catch((err: Error) =>
+      console.log(`no heap snapshot of ${name}: ${err.message}`),
+    );
+}
 for (const ws of sockets) ws.close();
 await kafkaAdmin.disconnect();
 for (const p of Object.values(procs)) await p.stop();
 await ch.close();
 
 // Growth: the last sample against the first after warm-up (a fifth of the run, at least one sample).
-const warm = samples[Math.min(samples.length - 1, Math.max(1, Math.floor(samples.length / 5)))] as
-  { rssMb: Record<string, number> } | undefined;
+const warm = samples[Math.min(samples.length - 1, warmIndex(samples.length))] as
+  { rssMb: Record<string, number>; heapAfterGcMb?: Record<string, number> } | undefined;
 const last = samples.at(-1) as { rssMb: Record<string, number>; lag: Record<string, number> } | undefined;
 const growth =
   warm && last
@@ -264,6 +303,14 @@ const result = {
   totals: { accepted: fleet.stats.eventsAccepted, refusals: fleet.stats.refusals, violations: fleet.stats.violations.length, pushes },
   rssGrowthPercentAfterWarmUp: growth,
   rssGoalMet: Object.values(growth).every((g) => g < 10),
+  ...(finalHeap && warm?.heapAfterGcMb
+    ? {
+        heapAfterGcMb: { warm: warm.heapAfterGcMb, end: finalHeap },
+        heapGrowthPercentAfterWarmUp: Object.fromEntries(
+          Object.keys(finalHeap).map((k) => [k, round(((finalHeap[k]! - warm.heapAfterGcMb![k]!) / warm.heapAfterGcMb![k]!) * 100, 1)]),
+        ),
+      }
+    : {}),
   lagUnit: `events-topic messages (one ingest request of ${args.batch} events each)`,
   maxLag,
   finalLag: last?.lag,

@@ -108,10 +108,12 @@ export function startPipelines(
   count: number,
   env: Record<string, string>,
   onStdoutLine?: (name: string, line: string) => void,
+  /** Added to the environment of the i-th process. */
+  envOf: (i: number) => Record<string, string> = () => ({}),
 ): Array<{ name: string } & ReturnType<typeof startProcess>> {
   return Array.from({ length: count }, (_, i) => {
     const name = count > 1 ? `pipeline-${i + 1}` : 'pipeline';
-    const procEnv = { ...env, ...(i > 0 ? { PIPELINE_METRICS_PORT: '0' } : {}) };
+    const procEnv = { ...env, ...(i > 0 ? { PIPELINE_METRICS_PORT: '0' } : {}), ...envOf(i) };
     return { name, ...startProcess(name, 'dist/apps/pipeline/main.js', procEnv, onStdoutLine && ((line) => onStdoutLine(name, line))) };
   });
 }
