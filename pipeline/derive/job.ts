@@ -214,9 +214,15 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
       await rounds.stop();
       await running;
       if (lock) {
-        // Destroyed, not pooled: the connection holds the lock.
-        lock.release(true);
+        const client = lock;
         lock = undefined;
+        // Unlocked first: Postgres frees a closed connection's lock only once its backend notices,
+        // and the next leader may try before that (it would then sit a round out).
+        await client
+          .query('SELECT pg_advisory_unlock($1)', [LOCK_KEY])
+          .catch((err: Error) => log.warn({ err }, 'derive: could not unlock; the lock goes with the connection'));
+        // Destroyed, not pooled: a connection that held the lock is not reused.
+        client.release(true);
       }
     },
   };
