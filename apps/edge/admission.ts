@@ -10,7 +10,7 @@ import { hashApiKey } from '../../domain/tenants/api-keys.js';
 import { ConnectionLeases } from '../../domain/limits/connections.js';
 import { RateLimiter, rateLimited } from '../../domain/limits/rate-limit.js';
 import { CLOSE, closeReason } from './protocol.js';
-import { CHECK_TIMEOUT_MS, IDLE, newConn, type Conn } from './connection.js';
+import { CHECK_TIMEOUT_MS, enqueue, newConn, type Conn } from './connection.js';
 import type { EdgeCounters, EdgeSocket } from './subscriptions.js';
 import { withTimeout } from '../../lib/timers.js';
 
@@ -90,7 +90,6 @@ export class Admission {
     const { token, client } = conn;
     conn.token = '';
     conn.client = '';
-    conn.pending++;
     const admitted = this.admit(conn, token, client)
       .catch((err: Error) => {
         this.log.error({ err }, 'connection admission failed');
@@ -109,10 +108,8 @@ export class Admission {
         welcome();
       });
     this.admitting.add(admitted);
-    conn.queue = admitted.finally(() => {
-      this.admitting.delete(admitted);
-      if (--conn.pending === 0) conn.queue = IDLE;
-    });
+    void admitted.finally(() => this.admitting.delete(admitted));
+    enqueue(conn, () => admitted);
   }
 
   /** Closes a just-opened connection that admission refused; true when it did. */

@@ -4,7 +4,7 @@ import { AppError } from '../../lib/errors.js';
 import type { Db } from '../../postgres/client.js';
 import { ownedVenue } from '../../domain/venues/access.js';
 import { parseMessage, type Command, type CommandError, type CommandErrorCode } from './protocol.js';
-import { CHECK_TIMEOUT_MS, IDLE, type Conn } from './connection.js';
+import { CHECK_TIMEOUT_MS, IDLE, enqueue, type Conn } from './connection.js';
 import type { Subscriptions } from './subscriptions.js';
 import { withTimeout } from '../../lib/timers.js';
 
@@ -48,17 +48,12 @@ export class Commands {
     }
     // The ArrayBuffer is only valid during this callback: decode (copy) it now.
     const text = Buffer.from(message).toString('utf8');
-    conn.pending++;
-    conn.queue = conn.queue
-      .then(() => this.handleText(conn, text))
-      .catch((err: Error) => {
+    enqueue(conn, () =>
+      this.handleText(conn, text).catch((err: Error) => {
         this.log.error({ err }, 'a client command failed');
         this.replyError(conn, null, 'SERVICE_UNAVAILABLE', 'the command failed; retry');
-      })
-      .finally(() => {
-        // Nothing left in the chain: drop it, so an idle connection keeps no promise of its own.
-        if (--conn.pending === 0) conn.queue = IDLE;
-      });
+      }),
+    );
   }
 
   private async handleText(conn: Conn, text: string): Promise<void> {

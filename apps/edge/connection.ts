@@ -30,6 +30,15 @@ export interface Conn extends Subscriber {
 /** The queue of a connection with no message waiting: one settled promise shared by all of them. */
 export const IDLE: Promise<void> = Promise.resolve();
 
+/** Runs `task` after the connection's earlier work, counted in `pending` until it settles. */
+export function enqueue(conn: Conn, task: () => Promise<void>): void {
+  conn.pending++;
+  conn.queue = conn.queue.then(task).finally(() => {
+    // Nothing left in the chain: drop it, so an idle connection keeps no promise of its own.
+    if (--conn.pending === 0) conn.queue = IDLE;
+  });
+}
+
 export const newConn = (token = '', client = ''): Conn => ({
   token,
   client,
