@@ -37,6 +37,7 @@ const sink = await runEventsSink(services.kafka, {
   drainMs,
   onInsert: metrics.observeInsert,
 });
+metrics.observeEventsSink(sink.sink.stats);
 const processors = await runProcessors({
   kafka: createKafka(cfg, log, cfg.KAFKA_CLIENT_ID, TRANSACTIONAL_RETRY),
   db: services.db,

@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { HousekeepingAction } from '../../pipeline/housekeeping.js';
 import type { DeriveStats } from '../../pipeline/derive/job.js';
 import type { RunningPollers } from '../../pipeline/pollers/runner.js';
+import type { SinkStats } from '../../pipeline/sink/target.js';
 import { createRegistry } from '../../lib/metrics.js';
 
 /** The pipeline's Prometheus metrics (docs/metrics.md). */
@@ -17,6 +18,8 @@ export interface PipelineMetrics {
   observeDerive(stats: DeriveStats): void;
   /** The vendor pollers of this process, read at each scrape. */
   observePollers(pollers: RunningPollers): void;
+  /** The events sink's counts, read at each scrape. */
+  observeEventsSink(stats: SinkStats): void;
   /** Events a live figure could not reflect, by venue and reason (docs/processors.md#what-is-not-reflected). */
   unreflected(venueId: string, reason: string, count: number): void;
 }
@@ -100,6 +103,34 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
   );
   pollerGauge('poller_events', 'Events polled and accepted by ingest', (p) => p.stats.events);
   pollerGauge('poller_integrations_owned', 'Integrations this process holds the polling lease of', (p) => p.owned().length);
+  let sink: SinkStats | undefined;
+  const sinkGauge = (name: string, help: string, read: (s: SinkStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        if (sink) this.set(read(sink));
+      },
+    });
+  sinkGauge('events_sink_replayed_rows', 'Events found already stored at their Kafka position (a replay) and skipped', (s) => s.skipped);
+  sinkGauge(
+    'events_sink_duplicates',
+    'Re-delivered events (a derived id already stored or earlier in the batch) dropped',
+    (s) => s.duplicates,
+  );
+  sinkGauge('events_sink_dead_lettered', 'Events sent to the dead-letter topic', (s) => s.deadLettered);
+  new Gauge({
+    name: 'events_sink_id_checks',
+    help: 'Events with a derived id checked for re-delivery, by where the answer came from: ClickHouse, or the memory of ids stored lately',
+    labelNames: ['answered'],
+    registers: [registry],
+    collect() {
+      if (!sink) return;
+      this.set({ answered: 'clickhouse' }, sink.idsLookedUp);
+      this.set({ answered: 'memory' }, sink.idsKnownNew);
+    },
+  });
   new Gauge({
     name: 'kafka_consumer_lag',
     help: 'Messages between a consumer group’s committed offset and the end of the partition',
@@ -128,6 +159,9 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     },
     observePollers(p) {
       pollers = p;
+    },
+    observeEventsSink(stats) {
+      sink = stats;
     },
     unreflected(venueId, reason, count) {
       unreflected.inc({ venue_id: venueId, reason }, count);

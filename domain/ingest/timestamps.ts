@@ -38,7 +38,8 @@ export function parseTimestamp(text: string): number | undefined {
   return utc - offsetMinutes * 60_000;
 }
 
-const MAX_FUTURE_MS = 5 * 60_000;
+/** How far ahead of ingest's clock an event time may be (the sink's memory of recent ids relies on it). */
+export const MAX_FUTURE_MS = 5 * 60_000;
 const DAY_MS = 86_400_000;
 
 export const TIMESTAMP_HINT = 'e.g. 2025-06-01T12:00:00Z or 2025-06-01T14:00:00.250+02:00';

@@ -32,17 +32,8 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
     storedOffsets: (ch, q) => storedOffsets(ch, q, 'events'),
     partitionKey,
     // Random (version 4) ids never repeat; derived ones repeat when the vendor re-delivers.
-    async redeliveries(ch, rows) {
-      const derived = rows.filter((r) => r.event_id[14] !== '4');
-      const again = new Set<EventRow>();
-      if (derived.length === 0) return again;
-      const seen = await storedEventIds(ch, derived);
-      for (const r of derived) {
-        if (seen.has(r.event_id)) again.add(r);
-        else seen.add(r.event_id);
-      }
-      return again;
-    },
+    redeliveryId: (row) => (row.event_id[14] !== '4' ? row.event_id : undefined),
+    storedIds: storedEventIds,
     repairViews: (ch, rows) => repairRollups(serverEngines(ch), repairScopes(rows)),
     async afterWrite(rows) {
       // Newest event per venue and connector type: the dashboard's connector lastEventAt reads it.

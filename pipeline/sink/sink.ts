@@ -3,7 +3,7 @@ import type { Logger } from '../../lib/logger.js';
 import { deadLetter } from './dead-letter.js';
 import { decodeBatch } from './decode.js';
 import { chunks, MAX_INSERT_ROWS, Pending, type Item } from './pending.js';
-import { markRedeliveries, markStored } from './stored.js';
+import { Ownership } from './ownership.js';
 import { newSinkStats, type SinkOptions, type SinkRow, type SinkStats, type SinkTarget } from './target.js';
 import { VenueContexts } from './venue-context.js';
 import { ViewRepairs } from './view-repair.js';
@@ -34,7 +34,8 @@ export type { Decoded, SinkOptions, SinkRow, SinkStats, SinkTarget, Undecodable 
  *
  * Beside this loop: `target.ts` (what a sink is given), `decode.ts` (messages → rows or dead
  * letters), `pending.ts` (the batch held, and its split into inserts), `stored.ts` (the look-up of
- * stored positions and re-deliveries).
+ * stored positions and re-deliveries), `ownership.ts` (when to look up), `recent-ids.ts` (the ids
+ * stored lately).
  */
 
 interface Control {
@@ -66,8 +67,8 @@ export class Sink<R extends SinkRow> {
   private readonly uncommitted = new Set<Pending<R>>();
   /** Writes run one after another. */
   private chain: Promise<void> = Promise.resolve();
-  /** Partitions whose stored positions are known: nobody but this sink wrote them since it last checked. */
-  private readonly verified = new Set<number>();
+  /** Which partitions others may have written, and the ids stored lately: what must be looked up before an insert. */
+  private readonly ownership: Ownership<R>;
   private active = 0;
   private draining = false;
   /** After this instant retries give up (set by drain). */
@@ -84,6 +85,7 @@ export class Sink<R extends SinkRow> {
     this.log = opts.log.child({ component: 'sink', table: target.name });
     this.maxRows = Math.min(opts.batchRows, MAX_INSERT_ROWS);
     this.retry = opts.retry ?? { initialMs: 250, maxMs: 10_000 };
+    this.ownership = new Ownership(target, opts.ch, opts.topics.events, this.stats, opts.recentIds);
     this.repairs = new ViewRepairs({
       ch: opts.ch,
       topic: opts.topics.events,
@@ -124,6 +126,7 @@ export class Sink<R extends SinkRow> {
       // A rewind (seek) while this call was decoding makes the batch stale: kafkajs refetches it.
       if (payload.isStale()) return;
       const pending = this.current;
+      this.ownership.fetched(batch.partition, batch.highWatermark);
       this.hold(pending, batch, items);
       payload.resolveOffset(batch.lastOffset());
       if (!this.due(pending) && batch.offsetLag() === '0') await this.waitUntilDue(pending, ctl);
@@ -216,7 +219,7 @@ export class Sink<R extends SinkRow> {
     }
     this.stats.commits++;
     this.uncommitted.delete(pending);
-    if (pending.epoch === this.epoch) for (const p of pending.commit.keys()) this.verified.add(p);
+    if (pending.epoch === this.epoch) for (const [p, next] of pending.commit) this.ownership.committed(p, BigInt(next));
     this.log.debug(
       { items: pending.items.length, rows: pending.rows, ms: Date.now() - started, totals: this.stats },
       'batch written and committed',
@@ -245,15 +248,7 @@ export class Sink<R extends SinkRow> {
   private async insert(pending: Pending<R>): Promise<number> {
     let todo = pending.items.filter((i) => i.row && !i.done);
     if (todo.length === 0) return 0;
-    const unverified = todo.filter((i) => !this.verified.has(i.partition));
-    if (unverified.length > 0) {
-      const stored = await markStored(this.target, this.opts.ch, this.opts.topics.events, unverified);
-      this.stats.skipped += stored;
-      todo = todo.filter((i) => !i.done);
-    }
-    const redelivered = await markRedeliveries(this.target, this.opts.ch, todo);
-    this.stats.duplicates += redelivered;
-    todo = todo.filter((i) => !i.done);
+    todo = await this.ownership.unstored(todo);
     let inserted = 0;
     let current: Item<R>[] = [];
     try {
@@ -266,6 +261,7 @@ export class Sink<R extends SinkRow> {
         );
         this.opts.onInsert?.(this.target.name, chunk.length, (performance.now() - started) / 1000);
         for (const i of chunk) i.done = true;
+        this.ownership.inserted(chunk);
         inserted += chunk.length;
         this.stats.inserts++;
         this.stats.rows += chunk.length;
@@ -273,8 +269,8 @@ export class Sink<R extends SinkRow> {
       }
     } catch (err) {
       // A failed insert may still have stored some or all of its rows (a timeout after the server
-      // wrote them, a crash between parts): look before the next attempt.
-      for (const i of todo) this.verified.delete(i.partition);
+      // wrote them, a crash between parts).
+      this.ownership.failed(todo);
       // …and its views may have missed what it stored.
       this.repairs.note(current);
       throw err;
@@ -347,7 +343,7 @@ export class Sink<R extends SinkRow> {
     this.uncommitted.clear();
     this.epoch++;
     this.current = new Pending(this.epoch);
-    this.verified.clear();
+    this.ownership.reset();
     for (const [partition, offset] of rewind ? from : []) {
       try {
         this.consumer?.seek({ topic: this.opts.topics.events, partition, offset: offset.toString() });

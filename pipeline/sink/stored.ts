@@ -1,6 +1,7 @@
 import type { Ch } from '../../clickhouse/client.js';
 import { tsBounds, type Item } from './pending.js';
-import type { SinkRow, SinkTarget } from './target.js';
+import type { RecentIds } from './recent-ids.js';
+import type { SinkRow, SinkStats, SinkTarget } from './target.js';
 
 /**
  * The exactly-once look-up: marks done the items whose exact Kafka position (partition, offset,
@@ -26,20 +27,48 @@ export async function markStored<R extends SinkRow>(target: SinkTarget<R>, ch: C
   return found;
 }
 
-/** Marks done the re-deliveries the target recognises (vendor event ids already stored or earlier in the batch); returns how many. */
-export async function markRedeliveries<R extends SinkRow>(target: SinkTarget<R>, ch: Ch, items: Item<R>[]): Promise<number> {
-  if (!target.redeliveries || items.length === 0) return 0;
-  const again = await target.redeliveries(
-    ch,
-    items.map((i) => i.row!),
-  );
-  if (again.size === 0) return 0;
+/** A row's event time in epoch ms. */
+const eventTime = (row: SinkRow): number => row.ts * 1000 + row.ts_ms;
+
+/**
+ * Marks done the re-deliveries: items whose `redeliveryId` is already stored or earlier in `items`
+ * (in order). Ids `recent` knows to be new are not looked up. Returns how many were marked.
+ */
+export async function markRedeliveries<R extends SinkRow>(
+  target: SinkTarget<R>,
+  ch: Ch,
+  items: Item<R>[],
+  recent: RecentIds,
+  stats: SinkStats,
+): Promise<number> {
+  if (!target.redeliveryId || !target.storedIds || items.length === 0) return 0;
+  const candidates: Array<{ item: Item<R>; id: string }> = [];
+  const lookUp: R[] = [];
+  recent.sweep();
+  for (const item of items) {
+    const id = target.redeliveryId(item.row!);
+    if (id === undefined) continue;
+    candidates.push({ item, id });
+    if (!recent.knownNew(item.partition, id, eventTime(item.row!))) lookUp.push(item.row!);
+  }
+  stats.idsLookedUp += lookUp.length;
+  stats.idsKnownNew += candidates.length - lookUp.length;
+  const seen = lookUp.length > 0 ? await target.storedIds(ch, lookUp) : new Set<string>();
   let found = 0;
-  for (const i of items) {
-    if (again.has(i.row!)) {
-      i.done = true;
+  for (const { item, id } of candidates) {
+    if (seen.has(id)) {
+      item.done = true;
       found++;
-    }
+    } else seen.add(id);
   }
   return found;
+}
+
+/** Remembers the ids of rows just stored, for `markRedeliveries`. */
+export function rememberStored<R extends SinkRow>(target: SinkTarget<R>, recent: RecentIds, items: Item<R>[]): void {
+  if (!target.redeliveryId) return;
+  for (const item of items) {
+    const id = target.redeliveryId(item.row!);
+    if (id !== undefined) recent.add(item.partition, id, eventTime(item.row!));
+  }
 }

@@ -4,6 +4,7 @@ import type { StoredOffsetsQuery } from '../../clickhouse/queries/events.js';
 import type { RollupRepair } from '../../clickhouse/queries/rollup-repair.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Queryable } from '../../postgres/client.js';
+import type { RecentIdsOptions } from './recent-ids.js';
 import type { Origin } from './rows.js';
 import type { VenueContext } from './venue-context.js';
 
@@ -41,8 +42,13 @@ export interface SinkTarget<R extends SinkRow> {
   storedOffsets(ch: Ch, q: StoredOffsetsQuery): Promise<Set<string>>;
   /** The table's partition of a row (an insert touches at most 50). */
   partitionKey(row: R): string;
-  /** Rows that re-deliver an already stored (or earlier) one; they are skipped. */
-  redeliveries?(ch: Ch, rows: R[]): Promise<Set<R>>;
+  /**
+   * The id that recognises a re-delivery of the row (a vendor's event id), or undefined for a row
+   * that cannot be one. With `storedIds`: re-deliveries of a stored (or earlier) row are skipped.
+   */
+  redeliveryId?(row: R): string | undefined;
+  /** Which of these rows' `redeliveryId`s are already stored. */
+  storedIds?(ch: Ch, rows: R[]): Promise<Set<string>>;
   /** After a successful insert, best effort. */
   afterWrite?(rows: R[]): Promise<void>;
   /** Adds what the table's views miss for these rows, all stored, some by an insert that failed (pipeline/sink/view-repair.ts). */
@@ -64,6 +70,8 @@ export interface SinkOptions {
   afterInsert?: (rows: number) => Promise<void>;
   /** Observes every successful insert (metrics): the target's name, rows, seconds taken. */
   onInsert?: (target: string, rows: number, seconds: number) => void;
+  /** The memory of recently stored ids (pipeline/sink/recent-ids.ts); tests shorten its waits. */
+  recentIds?: RecentIdsOptions;
 }
 
 /** What the sink has done so far (for logs and tests). */
@@ -76,6 +84,9 @@ export interface SinkStats {
   skipped: number;
   /** Re-delivered events (an event id already stored or earlier in the batch) dropped. */
   duplicates: number;
+  /** Rows that could be re-deliveries: looked up in ClickHouse, or known new from the memory of recent ids. */
+  idsLookedUp: number;
+  idsKnownNew: number;
   commits: number;
   /** Repairs of views after failed inserts, the view rows they topped up, and suspect rows given up. */
   viewRepairs: number;
@@ -90,6 +101,8 @@ export const newSinkStats = (): SinkStats => ({
   deadLettered: 0,
   skipped: 0,
   duplicates: 0,
+  idsLookedUp: 0,
+  idsKnownNew: 0,
   commits: 0,
   viewRepairs: 0,
   viewRowsToppedUp: 0,

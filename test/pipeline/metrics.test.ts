@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPipelineMetrics } from '../../apps/pipeline/metrics.js';
 import { serveMetrics, type MetricsServer } from '../../lib/metrics.js';
@@ -25,13 +26,20 @@ const valueOf = (lines: string[], prefix: string, ...parts: string[]) => {
 };
 
 describe('the pipeline’s Prometheus metrics', () => {
-  it('count inserted rows and their latency per sink target, and show each group’s lag per partition', async () => {
+  it('count inserted rows and their latency per sink target, the sink’s re-delivery checks, and each group’s lag per partition', async () => {
     const { operatorId, venueIds } = await newTenant(h.db, 'pro', ['Europe/Berlin']);
     const now = Date.now();
+    // Half with derived ids (a vendor's or their own event_id), two of those delivered twice.
     const events = Array.from({ length: 40 }, (_, i) =>
-      event({ operatorId, venueId: venueIds[0]!, ts: now - i * 1000, metrics: { temperature: 20 + i } }),
+      event({
+        ...(i < 20 ? { id: randomUUID().replace(/^(.{14})./, '$18') } : {}),
+        operatorId,
+        venueId: venueIds[0]!,
+        ts: now - i * 1000,
+        metrics: { temperature: 20 + i },
+      }),
     );
-    await produce(h, events);
+    await produce(h, [...events, events[0]!, events[1]!]);
     const group = `${h.cfg.KAFKA_TOPIC_PREFIX}.metrics-test-sink`;
     // Before any member read anything, the whole backlog is lag.
     const idle = `${h.cfg.KAFKA_TOPIC_PREFIX}.metrics-test-idle`;
@@ -41,10 +49,16 @@ describe('the pipeline’s Prometheus metrics', () => {
       partitions: (await h.admin.fetchTopicOffsets(h.topics.events)).map((p) => ({ partition: p.partition, offset: '0' })),
     });
     const sink = await startSink(h, group, { onInsert: metrics.observeInsert });
+    metrics.observeEventsSink(sink.sink.stats);
     try {
       await allCommitted(h, group);
       const lines = await series();
       expect(valueOf(lines, 'clickhouse_insert_rows_total{', 'target="events"')).toBe(40);
+      expect(valueOf(lines, 'events_sink_duplicates{')).toBe(2);
+      expect(valueOf(lines, 'events_sink_replayed_rows{')).toBe(0);
+      // Event times from before the sink took the partitions: every check is a look-up.
+      expect(valueOf(lines, 'events_sink_id_checks{', 'answered="clickhouse"')).toBe(22);
+      expect(valueOf(lines, 'events_sink_id_checks{', 'answered="memory"')).toBe(0);
       expect(valueOf(lines, 'clickhouse_insert_duration_seconds_count{', 'target="events"')).toBeGreaterThanOrEqual(1);
       const lag = (g: string) =>
         lines.filter((l) => l.startsWith('kafka_consumer_lag{') && l.includes(`group="${g}"`) && l.includes(`topic="${h.topics.events}"`));
@@ -54,7 +68,7 @@ describe('the pipeline’s Prometheus metrics', () => {
         lag(idle)
           .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)))
           .reduce((a, b) => a + b, 0),
-      ).toBe(40);
+      ).toBe(42);
     } finally {
       await sink.stop();
     }
