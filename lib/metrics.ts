@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { Logger } from './logger.js';
 
 /**
@@ -13,6 +13,45 @@ export function createRegistry(service: 'api' | 'edge' | 'pipeline'): Registry {
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
   return registry;
+}
+
+/** Gauges read at each scrape from a source given later (a job's stats, a running component); absent until it is. */
+export interface ObservedGauges<T> {
+  observe(source: T): void;
+  gauge(name: string, help: string, read: (source: T) => number): void;
+  /** One series per value of `label`. */
+  labelled(name: string, help: string, label: string, read: (source: T) => Record<string, number>): void;
+}
+
+export function observedGauges<T>(registry: Registry): ObservedGauges<T> {
+  let source: T | undefined;
+  return {
+    observe(s) {
+      source = s;
+    },
+    gauge(name, help, read) {
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          if (source !== undefined) this.set(read(source));
+        },
+      });
+    },
+    labelled(name, help, label, read) {
+      new Gauge({
+        name,
+        help,
+        labelNames: [label],
+        registers: [registry],
+        collect() {
+          if (source === undefined) return;
+          for (const [value, n] of Object.entries(read(source))) this.set({ [label]: value }, n);
+        },
+      });
+    },
+  };
 }
 
 export interface MetricsServer {

@@ -5,7 +5,7 @@ import type { HousekeepingAction } from '../../pipeline/housekeeping.js';
 import type { DeriveStats } from '../../pipeline/derive/job.js';
 import type { RunningPollers } from '../../pipeline/pollers/runner.js';
 import type { SinkStats } from '../../pipeline/sink/target.js';
-import { createRegistry } from '../../lib/metrics.js';
+import { createRegistry, observedGauges } from '../../lib/metrics.js';
 
 /** The pipeline's Prometheus metrics (docs/metrics.md). */
 export interface PipelineMetrics {
@@ -56,16 +56,8 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     labelNames: ['venue_id', 'reason'],
     registers: [registry],
   });
-  let derive: DeriveStats | undefined;
-  const deriveGauge = (name: string, help: string, read: (s: DeriveStats) => number) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        if (derive) this.set(read(derive));
-      },
-    });
+  const derive = observedGauges<DeriveStats>(registry);
+  const deriveGauge = derive.gauge;
   deriveGauge('derive_rounds', 'Rounds of the derive job completed by this process', (s) => s.rounds);
   deriveGauge('derive_failed_rounds', 'Rounds of the derive job that failed (their marks are read again)', (s) => s.failures);
   deriveGauge('derive_periods', 'Venue periods recomputed from the raw table by this process', (s) => s.periods);
@@ -85,16 +77,8 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     (s) => s.lagSeconds,
   );
   deriveGauge('derive_leading', '1 when this process runs the derive job (one process at a time does)', (s) => (s.leading ? 1 : 0));
-  let pollers: RunningPollers | undefined;
-  const pollerGauge = (name: string, help: string, read: (p: RunningPollers) => number) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        if (pollers) this.set(read(pollers));
-      },
-    });
+  const pollers = observedGauges<RunningPollers>(registry);
+  const pollerGauge = pollers.gauge;
   pollerGauge('poller_polls', 'Vendor polls started by this process (UniFi, Verkada, Aruba ALE)', (p) => p.stats.polls);
   pollerGauge(
     'poller_failed_polls',
@@ -103,34 +87,20 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
   );
   pollerGauge('poller_events', 'Events polled and accepted by ingest', (p) => p.stats.events);
   pollerGauge('poller_integrations_owned', 'Integrations this process holds the polling lease of', (p) => p.owned().length);
-  let sink: SinkStats | undefined;
-  const sinkGauge = (name: string, help: string, read: (s: SinkStats) => number) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        if (sink) this.set(read(sink));
-      },
-    });
-  sinkGauge('events_sink_replayed_rows', 'Events found already stored at their Kafka position (a replay) and skipped', (s) => s.skipped);
-  sinkGauge(
+  const sink = observedGauges<SinkStats>(registry);
+  sink.gauge('events_sink_replayed_rows', 'Events found already stored at their Kafka position (a replay) and skipped', (s) => s.skipped);
+  sink.gauge(
     'events_sink_duplicates',
     'Re-delivered events (a derived id already stored or earlier in the batch) dropped',
     (s) => s.duplicates,
   );
-  sinkGauge('events_sink_dead_lettered', 'Events sent to the dead-letter topic', (s) => s.deadLettered);
-  new Gauge({
-    name: 'events_sink_id_checks',
-    help: 'Events with a derived id checked for re-delivery, by where the answer came from: ClickHouse, or the memory of ids stored lately',
-    labelNames: ['answered'],
-    registers: [registry],
-    collect() {
-      if (!sink) return;
-      this.set({ answered: 'clickhouse' }, sink.idsLookedUp);
-      this.set({ answered: 'memory' }, sink.idsKnownNew);
-    },
-  });
+  sink.gauge('events_sink_dead_lettered', 'Events sent to the dead-letter topic', (s) => s.deadLettered);
+  sink.labelled(
+    'events_sink_id_checks',
+    'Events with a derived id checked for re-delivery, by where the answer came from: ClickHouse, or the memory of ids stored lately',
+    'answered',
+    (s) => ({ clickhouse: s.idsLookedUp, memory: s.idsKnownNew }),
+  );
   new Gauge({
     name: 'kafka_consumer_lag',
     help: 'Messages between a consumer group’s committed offset and the end of the partition',
@@ -154,15 +124,9 @@ export function createPipelineMetrics(admin: Admin, prefix: string, log: Logger)
     observeHousekeeping(action, table) {
       housekeeping.inc({ action, table });
     },
-    observeDerive(stats) {
-      derive = stats;
-    },
-    observePollers(p) {
-      pollers = p;
-    },
-    observeEventsSink(stats) {
-      sink = stats;
-    },
+    observeDerive: derive.observe,
+    observePollers: pollers.observe,
+    observeEventsSink: sink.observe,
     unreflected(venueId, reason, count) {
       unreflected.inc({ venue_id: venueId, reason }, count);
     },
