@@ -23,7 +23,8 @@ export class Commands {
   /** One frame from the client: checked at once, then handled after the connection's earlier messages. */
   receive(conn: Conn, message: ArrayBuffer, isBinary: boolean): void {
     if (conn.refusal || !conn.open) return;
-    if (!conn.welcomed && conn.pending < MAX_PENDING_MESSAGES) {
+    // The admission holds one slot of `pending` until `connected`: it is not one of the client's frames.
+    if (!conn.welcomed && conn.pending <= MAX_PENDING_MESSAGES) {
       // Still being admitted: the frame (copied, as uWS reuses its memory) is received after `connected`.
       const copy = message.slice(0);
       conn.pending++;

@@ -70,6 +70,16 @@ describe('connecting', () => {
     expect(refused.messages).toEqual([{ type: 'error', errorCode: 'UNAUTHORIZED', errorMsg: expect.any(String) }]);
   });
 
+  it('takes as many frames before `connected` as after it: 32 waiting for replies, none refused', async () => {
+    const early = await Client.open(edge.url, alice.key);
+    clients.push(early);
+    for (let cmdId = 1; cmdId <= 32; cmdId++) early.send({ tsSubCmds: [{ cmdId, entityId: aliceVenue, keys: ['entries'] }] });
+    await early.next(() => early.messages.filter((m) => m.type === 'subscribed' || m.errorCode).length >= 32);
+    const answered = early.messages.filter((m) => m.type === 'subscribed').map((m) => Number(m.cmdId));
+    expect(answered.sort((a, b) => a - b)).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
+    expect(early.messages.filter((m) => m.errorCode)).toEqual([]);
+  });
+
   it('answers a plain GET /ws (no upgrade) with 426 in the envelope, and unknown paths with 404', async () => {
     const http = edge.url.replace('ws://', 'http://');
     const plain = await request(http);
