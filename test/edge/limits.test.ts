@@ -6,7 +6,7 @@ import { newOperator, newVenue } from '../support/tenants.js';
 import { request } from '../support/http.js';
 import { decodeEventMessage, encodeEventMessages, type DecodedEvent } from '../../lib/events/wire.js';
 import { STREAM_SOURCES, type StreamSource } from '../../apps/edge/sources.js';
-import { Client, freePort, ingestDensity, sleep, startTestEdge, type TestEdge } from './support.js';
+import { Client, freePort, ingestDensity, pausableProxy, sleep, startTestEdge, type TestEdge } from './support.js';
 import { createMissingTopics } from '../../lib/topology.js';
 
 let api: RunningApi;
@@ -96,6 +96,33 @@ describe('refusals a browser can read: accepted, then an error message and a 4xx
     expect(r.code).toBe(4103);
     expect(r.reason).toMatch(/^SERVICE_UNAVAILABLE: /);
     expect(r.error).toMatchObject({ type: 'error', errorCode: 'SERVICE_UNAVAILABLE' });
+  });
+});
+
+describe('shutting down while a connection is being admitted', () => {
+  it('waits for the admission, then closes that connection with 1001 and gives its place back', async () => {
+    const pg = await pausableProxy(testConfig().DATABASE_URL);
+    try {
+      const stopping = await extraEdge({ DATABASE_URL: pg.url });
+      const op = await newOperator(api);
+      (await Client.connected(stopping.url, op.key)).ws.close(1000);
+      // The key check waits on Postgres while the edge is told to stop.
+      pg.hold();
+      const late = track(await Client.open(stopping.url, op.key));
+      let closed = false;
+      const closing = stopping.close().then(() => (closed = true));
+      await sleep(500);
+      expect(closed).toBe(false);
+      expect(late.closed).toBeNull();
+      pg.release();
+      await closing;
+      expect((await late.waitClose()).code).toBe(1001);
+      expect(late.messages).toEqual([{ type: 'error', errorCode: 'SERVICE_UNAVAILABLE', errorMsg: 'server shutting down; reconnect now' }]);
+      // Its lease was given back: the operator still has all ten places.
+      for (let i = 0; i < 10; i++) track(await Client.connected(edge.url, op.key));
+    } finally {
+      await pg.close();
+    }
   });
 });
 
