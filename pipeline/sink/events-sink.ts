@@ -7,6 +7,7 @@ import type { Queryable } from '../../postgres/client.js';
 import { advanceLastEventAt } from '../../postgres/queries/venues.js';
 import { partitionKey, toRow } from './rows.js';
 import { runSink, Sink, type RunningSink, type SinkOptions, type SinkTarget } from './sink.js';
+import { eventTime } from './target.js';
 
 export type { SinkOptions, SinkStats } from './sink.js';
 export type EventsSink = Sink<EventRow>;
@@ -39,7 +40,7 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
       // Newest event per venue and connector type: the dashboard's connector lastEventAt reads it.
       const latest = new Map<string, { venueId: string; connectorType: string; at: number }>();
       for (const r of rows) {
-        const at = r.ts * 1000 + r.ts_ms;
+        const at = eventTime(r);
         const key = `${r.venue_id}|${r.connector_type}`;
         const l = latest.get(key);
         if (!l) latest.set(key, { venueId: r.venue_id, connectorType: r.connector_type, at });

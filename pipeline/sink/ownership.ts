@@ -48,7 +48,10 @@ export class Ownership<R extends SinkRow> {
       );
       todo = todo.filter((i) => !i.done);
     }
-    this.stats.duplicates += await markRedeliveries(this.target, this.ch, todo, this.recent, this.stats);
+    const checks = await markRedeliveries(this.target, this.ch, todo, this.recent);
+    this.stats.duplicates += checks.duplicates;
+    this.stats.idsLookedUp += checks.lookedUp;
+    this.stats.idsKnownNew += checks.knownNew;
     return todo.filter((i) => !i.done);
   }
 
@@ -58,9 +61,9 @@ export class Ownership<R extends SinkRow> {
 
   /** An insert of these items failed, and may still have stored some or all of them: look again before the next attempt. */
   failed(items: Item<R>[]): void {
-    for (const i of items) {
-      this.verified.delete(i.partition);
-      this.recent.forget(i.partition);
+    for (const partition of new Set(items.map((i) => i.partition))) {
+      this.verified.delete(partition);
+      this.recent.forget(partition);
     }
   }
 

@@ -1,4 +1,5 @@
 import { MAX_FUTURE_MS } from '../../domain/ingest/timestamps.js';
+import { Uint32Set } from '../../lib/uint32-set.js';
 
 const MINUTE_MS = 60_000;
 
@@ -16,40 +17,9 @@ export interface RecentIdsOptions {
 }
 
 /**
- * A set of 32-bit id hashes: open addressing in a typed array, 8–16 bytes per id. A hash shared by
- * two ids only sends the second to the ClickHouse look-up, so 32 bits are enough.
+ * The first 32 bits of a derived (HMAC) UUID: as random as any hash of it, never 0. A hash shared
+ * by two ids only sends the second to the ClickHouse look-up, so 32 bits are enough.
  */
-class HashSet {
-  private slots = new Uint32Array(256);
-  size = 0;
-
-  has(h: number): boolean {
-    const mask = this.slots.length - 1;
-    for (let i = h & mask; this.slots[i] !== 0; i = (i + 1) & mask) if (this.slots[i] === h) return true;
-    return false;
-  }
-
-  add(h: number): boolean {
-    if ((this.size + 1) * 2 > this.slots.length) {
-      const old = this.slots;
-      this.slots = new Uint32Array(old.length * 2);
-      for (const v of old) if (v !== 0) this.put(v);
-    }
-    if (!this.put(h)) return false;
-    this.size++;
-    return true;
-  }
-
-  private put(h: number): boolean {
-    const mask = this.slots.length - 1;
-    let i = h & mask;
-    for (; this.slots[i] !== 0; i = (i + 1) & mask) if (this.slots[i] === h) return false;
-    this.slots[i] = h;
-    return true;
-  }
-}
-
-/** The first 32 bits of a derived (HMAC) UUID: as random as any hash of it, never 0 (an empty slot). */
 const hashOf = (id: string): number => parseInt(id.slice(0, 8), 16) || 1;
 
 /**
@@ -68,7 +38,7 @@ export class RecentIds {
   /** Per owned partition: since when this sink is its only writer. */
   private readonly since = new Map<number, number>();
   /** Event-time minute → partition → hashes. */
-  private readonly minutes = new Map<number, Map<number, HashSet>>();
+  private readonly minutes = new Map<number, Map<number, Uint32Set>>();
   /** Memory is complete only for event times from here on (never moves back, even if the clock does). */
   private windowStart = 0;
   private size = 0;
@@ -126,7 +96,7 @@ export class RecentIds {
     let parts = this.minutes.get(minute);
     if (!parts) this.minutes.set(minute, (parts = new Map()));
     let set = parts.get(partition);
-    if (!set) parts.set(partition, (set = new HashSet()));
+    if (!set) parts.set(partition, (set = new Uint32Set()));
     if (set.add(hashOf(id))) this.size++;
   }
 

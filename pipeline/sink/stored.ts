@@ -1,7 +1,7 @@
 import type { Ch } from '../../clickhouse/client.js';
 import { tsBounds, type Item } from './pending.js';
 import type { RecentIds } from './recent-ids.js';
-import type { SinkRow, SinkStats, SinkTarget } from './target.js';
+import { eventTime, type SinkRow, type SinkTarget } from './target.js';
 
 /**
  * The exactly-once look-up: marks done the items whose exact Kafka position (partition, offset,
@@ -27,21 +27,24 @@ export async function markStored<R extends SinkRow>(target: SinkTarget<R>, ch: C
   return found;
 }
 
-/** A row's event time in epoch ms. */
-const eventTime = (row: SinkRow): number => row.ts * 1000 + row.ts_ms;
+/** What `markRedeliveries` did: re-deliveries marked, and how the candidates were answered. */
+export interface RedeliveryChecks {
+  duplicates: number;
+  lookedUp: number;
+  knownNew: number;
+}
 
 /**
  * Marks done the re-deliveries: items whose `redeliveryId` is already stored or earlier in `items`
- * (in order). Ids `recent` knows to be new are not looked up. Returns how many were marked.
+ * (in order). Ids `recent` knows to be new are not looked up.
  */
 export async function markRedeliveries<R extends SinkRow>(
   target: SinkTarget<R>,
   ch: Ch,
   items: Item<R>[],
   recent: RecentIds,
-  stats: SinkStats,
-): Promise<number> {
-  if (!target.redeliveryId || !target.storedIds || items.length === 0) return 0;
+): Promise<RedeliveryChecks> {
+  if (!target.redeliveryId || !target.storedIds || items.length === 0) return { duplicates: 0, lookedUp: 0, knownNew: 0 };
   const candidates: Array<{ item: Item<R>; id: string }> = [];
   const lookUp: R[] = [];
   recent.sweep();
@@ -51,17 +54,15 @@ export async function markRedeliveries<R extends SinkRow>(
     candidates.push({ item, id });
     if (!recent.knownNew(item.partition, id, eventTime(item.row!))) lookUp.push(item.row!);
   }
-  stats.idsLookedUp += lookUp.length;
-  stats.idsKnownNew += candidates.length - lookUp.length;
   const seen = lookUp.length > 0 ? await target.storedIds(ch, lookUp) : new Set<string>();
-  let found = 0;
+  let duplicates = 0;
   for (const { item, id } of candidates) {
     if (seen.has(id)) {
       item.done = true;
-      found++;
+      duplicates++;
     } else seen.add(id);
   }
-  return found;
+  return { duplicates, lookedUp: lookUp.length, knownNew: candidates.length - lookUp.length };
 }
 
 /** Remembers the ids of rows just stored, for `markRedeliveries`. */

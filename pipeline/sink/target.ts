@@ -16,6 +16,9 @@ export interface SinkRow {
   retention_days: number;
 }
 
+/** A row's event time in epoch ms. */
+export const eventTime = (row: SinkRow): number => row.ts * 1000 + row.ts_ms;
+
 /** A message element the target could decode: the venue and operator it claims, and its row once the venue is known. */
 export interface Decoded<R> {
   /** The element as sent (dead-lettered alone if its venue refuses it). */

@@ -6,7 +6,8 @@ import { newOperator, newVenue } from '../support/tenants.js';
 import { request } from '../support/http.js';
 import { decodeEventMessage, encodeEventMessages, type DecodedEvent } from '../../lib/events/wire.js';
 import { STREAM_SOURCES, type StreamSource } from '../../apps/edge/sources.js';
-import { Client, freePort, ingestDensity, pausableProxy, sleep, startTestEdge, type TestEdge } from './support.js';
+import { Client, freePort, ingestDensity, sleep, startTestEdge, type TestEdge } from './support.js';
+import { tcpProxy } from '../support/tcp-proxy.js';
 import { createMissingTopics } from '../../lib/topology.js';
 
 let api: RunningApi;
@@ -101,7 +102,7 @@ describe('refusals a browser can read: accepted, then an error message and a 4xx
 
 describe('shutting down while a connection is being admitted', () => {
   it('waits for the admission, then closes that connection with 1001 and gives its place back', async () => {
-    const pg = await pausableProxy(testConfig().DATABASE_URL);
+    const pg = await tcpProxy(testConfig().DATABASE_URL);
     try {
       const stopping = await extraEdge({ DATABASE_URL: pg.url });
       const op = await newOperator(api);

@@ -1,4 +1,4 @@
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { expect } from 'vitest';
 import type { Config } from '../../lib/config.js';
@@ -15,49 +15,6 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
-}
-
-/**
- * A TCP proxy to a real engine (`url`'s host and port) that can hold what clients send: while held,
- * requests wait in the client's socket, as behind a stalled network, and go on when released.
- */
-export async function pausableProxy(url: string): Promise<{ url: string; hold(): void; release(): void; close(): Promise<void> }> {
-  const target = new URL(url);
-  const clients = new Set<Socket>();
-  let held = false;
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    clients.add(client);
-    if (held) client.pause();
-    client.pipe(upstream);
-    upstream.pipe(client);
-    const end = () => {
-      clients.delete(client);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const proxied = new URL(url);
-  proxied.hostname = '127.0.0.1';
-  proxied.port = String((server.address() as AddressInfo).port);
-  return {
-    url: proxied.toString(),
-    hold() {
-      held = true;
-      for (const c of clients) c.pause();
-    },
-    release() {
-      held = false;
-      for (const c of clients) c.resume();
-    },
-    async close() {
-      for (const c of clients) c.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 export interface TestEdge extends RunningEdge {

@@ -1,7 +1,7 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
+import { tcpProxy } from '../support/tcp-proxy.js';
 
 let api: RunningApi;
 beforeAll(async () => {
@@ -10,33 +10,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await api.close();
 });
-
-/** A TCP proxy to Redis that can freeze: the connection then stays open and nothing more gets through. */
-async function freezableProxy(target: string): Promise<{ url: string; freeze(): void; close(): void }> {
-  const upstreamUrl = new URL(target);
-  let frozen = false;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(upstreamUrl.port || 6379), upstreamUrl.hostname);
-    sockets.add(client).add(upstream);
-    client.on('data', (d) => void (frozen || upstream.write(d)));
-    upstream.on('data', (d) => void (frozen || client.write(d)));
-    const end = () => [client, upstream].forEach((s) => s.destroy());
-    for (const s of [client, upstream]) s.on('error', end).on('close', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = new URL(target);
-  url.hostname = '127.0.0.1';
-  url.port = String((server.address() as net.AddressInfo).port);
-  return {
-    url: url.toString(),
-    freeze: () => void (frozen = true),
-    close: () => {
-      for (const s of sockets) s.destroy();
-      server.close();
-    },
-  };
-}
 
 describe('GET /health', () => {
   it('reports every member connected with measured latencies, without a key', async () => {
@@ -82,11 +55,11 @@ describe('GET /health', () => {
   });
 
   it('still answers, promptly, while Redis hangs (connected but silent)', async () => {
-    const proxy = await freezableProxy(api.services.cfg.REDIS_URL);
+    const proxy = await tcpProxy(api.services.cfg.REDIS_URL);
     const hung = await startApi(testConfig({ REDIS_URL: proxy.url }));
     try {
       expect((await request(`${hung.url}/health`)).body.redis.connected).toBe(true);
-      proxy.freeze();
+      proxy.hold();
       const started = Date.now();
       const answer = await Promise.race([
         request(`${hung.url}/health`),
@@ -98,7 +71,7 @@ describe('GET /health', () => {
       expect(Date.now() - started).toBeLessThan(4000);
     } finally {
       await hung.close();
-      proxy.close();
+      await proxy.close();
     }
   });
 });

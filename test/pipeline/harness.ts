@@ -1,6 +1,4 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createServer, type Server, type Socket, connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { testConfig } from '../support/env.js';
@@ -225,48 +223,6 @@ export function quietCh(cfg: Config, url: string): Ch {
     database: cfg.CLICKHOUSE_DATABASE,
     log: { level: ClickHouseLogLevel.OFF },
   });
-}
-
-/**
- * A TCP proxy in front of ClickHouse that can be taken down: while down it resets every open
- * connection and every new one, as a crashed or unreachable server would.
- */
-export async function clickhouseProxy(targetUrl: string): Promise<{ url: string; down(): void; up(): void; close(): Promise<void> }> {
-  const target = new URL(targetUrl);
-  const sockets = new Set<Socket>();
-  let isDown = false;
-  const server: Server = createServer((client) => {
-    if (isDown) return void client.destroy();
-    const upstream = connect(Number(target.port), target.hostname);
-    sockets.add(client).add(upstream);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  const down = () => {
-    isDown = true;
-    for (const s of sockets) s.destroy();
-    sockets.clear();
-  };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    down,
-    up() {
-      isDown = false;
-    },
-    async close() {
-      down();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** The raw events' views, in every node's database. */

@@ -9,7 +9,6 @@ import { DLQ_HEADERS } from '../../pipeline/sink/dead-letter.js';
 import type { RunningSink } from '../../pipeline/sink/events-sink.js';
 import {
   allCommitted,
-  clickhouseProxy,
   deviceId,
   event,
   expectedTotals,
@@ -25,6 +24,7 @@ import {
   waitFor,
   type Harness,
 } from './harness.js';
+import { tcpProxy } from '../support/tcp-proxy.js';
 
 // Each test gets its own topics, so raw counts, offsets and dead letters are its own.
 let h: Harness;
@@ -356,7 +356,7 @@ describe('events sink', () => {
   it('pauses without committing while ClickHouse is unreachable and resumes by itself', async () => {
     const t = await newTenant(h.db, 'pro', ['UTC']);
     const events = workload(t, 600);
-    const proxy = await clickhouseProxy(h.cfg.CLICKHOUSE_URL);
+    const proxy = await tcpProxy(h.cfg.CLICKHOUSE_URL);
     const ch = quietCh(h.cfg, proxy.url);
     proxy.down();
     const g = group();
