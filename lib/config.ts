@@ -192,8 +192,13 @@ const configSchema = z.object({
   WS_LEASE_TTL_MS: z.coerce.number().int().min(1000).default(30000),
   /** How often the processors' wall-clock timers run (daily resets, connector silence). */
   PROCESSOR_TICK_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
-  /** Pause between the derive job's rounds (visits and occupancy history recomputed from the raw table). */
-  DERIVE_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  /**
+   * Pause between the derive job's rounds (visits and occupancy history recomputed from the raw
+   * table). A round re-reads a minute of sightings before its new ones (the visit checkpoint's
+   * margin), so shorter rounds re-read more: 30 s cost the soak about 9 % less CPU than 10 s
+   * (benchmarks/README.md, "The derive job's interval").
+   */
+  DERIVE_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   /** A derive round starts no more venue periods after this long (each operator's first still runs); the rest carry over. */
   DERIVE_ROUND_BUDGET_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
   /** Whether the pipeline process runs the vendor pollers (UniFi, Verkada, Aruba ALE; docs/connectors/polling.md). */
