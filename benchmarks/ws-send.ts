@@ -87,7 +87,16 @@ function client(port: number, connections: number): void {
   process.on('message', () => process.send!({ received }));
 }
 
-const reply = <T>(child: ReturnType<typeof fork>): Promise<T> => new Promise((resolve) => child.once('message', (m) => resolve(m as T)));
+/** The child's next message; a child that exits first (a client refused, a server that cannot listen) fails the run instead of hanging it. */
+const reply = <T>(child: ReturnType<typeof fork>): Promise<T> =>
+  new Promise((resolve, reject) => {
+    const exited = (code: number | null) => reject(new Error(`ws-send: a child process exited (code ${code}) before answering`));
+    child.once('exit', exited);
+    child.once('message', (m) => {
+      child.off('exit', exited);
+      resolve(m as T);
+    });
+  });
 
 async function measure(mode: Mode, connections: number, events: number, gapMs: number) {
   const self = fileURLToPath(import.meta.url);
