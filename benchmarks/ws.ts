@@ -4,8 +4,9 @@
  * measures (a) the latency from the ingest request to the push arriving, at a steady event rate to
  * a set of subscribers, and (b) fan-out of single events to many open connections, with the
  * edge's memory per connection. The fan-out connections live in `--fanout-clients` child processes
- * (benchmarks/lib/ws-fanout-client.ts), bound to `--fanout-addresses` loopback source addresses;
- * the edge's open-files limit (/proc/<pid>/limits) caps how many it can hold, and the run says so.
+ * (benchmarks/lib/ws-fanout-client.ts), bound to `--fanout-addresses` loopback source addresses,
+ * and are spread over `--edges` edge processes (one by default); each edge's open-files limit
+ * (/proc/<pid>/limits) caps how many it can hold, and the run says so.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -40,6 +41,8 @@ const { values: args } = cliArgs(
       'fanout-addresses': { type: 'string' },
       /** Open every requested connection even beyond what the edge's open-files limit allows (default: stop at that limit and say so). */
       'fanout-beyond-limit': { type: 'boolean', default: false },
+      /** Edge processes (ports 3194, 3195, …) the fan-out connections are spread over, as instances behind a load balancer would be; the steady phase uses the first. */
+      edges: { type: 'string', default: '1' },
       /** Writes a heap snapshot of the edge with the fan-out connections open (to see what a connection holds). */
       'heap-snapshot': { type: 'string' },
       /** Another build of the edge to run (a copy of dist/ elsewhere), with the edge's own Node flags and environment: for A/B runs. */
@@ -56,6 +59,8 @@ const FANOUT_EVENTS = Number(args['fanout-events']);
 const FANOUT_INTERVAL_MS = Number(args['fanout-interval-ms']);
 const FANOUT_CLIENTS = Number(args['fanout-clients'] ?? Math.max(1, Math.ceil(FANOUT_CONNECTIONS / 10_000)));
 const FANOUT_ADDRESSES = Number(args['fanout-addresses'] ?? Math.max(1, Math.ceil(FANOUT_CONNECTIONS / 10_000)));
+const EDGES = Number(args.edges);
+if (!Number.isInteger(EDGES) || EDGES < 1 || EDGES > 8) throw new Error('--edges takes 1 to 8');
 /** Open descriptors the edge keeps for itself beyond those counted at the start (Postgres pool, Kafka, Redis reconnects). */
 const FD_MARGIN = 32;
 const loadAtStart = loadavg().map((l) => round(l, 2));
@@ -66,6 +71,7 @@ await up({ quiet: true });
 const runId = Date.now().toString(36);
 const API_PORT = 3193;
 const EDGE_PORT = 3194;
+const EDGE_PORTS = Array.from({ length: EDGES }, (_, i) => EDGE_PORT + i);
 const { cfg: baseCfg } = benchConfig({});
 const dbUrl = new URL(baseCfg.DATABASE_URL);
 dbUrl.pathname = '/venue_bench_ws';
@@ -108,20 +114,29 @@ const procStat = (pid: number | undefined) => {
 };
 
 const api = startProcess('api', 'dist/apps/api/main.js', env);
-// The edge's inspector (loopback only) lets the bench run a full GC and read the heap after it.
-const INSPECT_PORT = EDGE_PORT + 1000;
 const EDGE_ENTRY = args['edge-entry'] ? relative(ROOT, resolve(args['edge-entry'])) : PROCESS_ENTRIES.edge;
 // startProcess gives only the usual entry its flags and environment: another build gets the same through NODE_OPTIONS.
 const otherBuild = EDGE_ENTRY !== PROCESS_ENTRIES.edge;
-const edge = startProcess('edge', EDGE_ENTRY, {
-  ...env,
-  ...(otherBuild ? PROCESS_ENV : {}),
-  NODE_OPTIONS: [env.NODE_OPTIONS, ...(otherBuild ? NODE_FLAGS.edge : []), `--inspect=127.0.0.1:${INSPECT_PORT}`].filter(Boolean).join(' '),
-});
+/** Each edge is its own instance (own consumer group, own port); its inspector (loopback only, port + 1000) lets the bench run a full GC and read the heap after it. */
+const edges = EDGE_PORTS.map((port, i) => ({
+  port,
+  inspectPort: port + 1000,
+  ...startProcess(`edge${i}`, EDGE_ENTRY, {
+    ...env,
+    ...(otherBuild ? PROCESS_ENV : {}),
+    EDGE_PORT: String(port),
+    ...(i > 0 ? { EDGE_METRICS_PORT: '0' } : {}),
+    NODE_OPTIONS: [env.NODE_OPTIONS, ...(otherBuild ? NODE_FLAGS.edge : []), `--inspect=127.0.0.1:${port + 1000}`]
+      .filter(Boolean)
+      .join(' '),
+  }),
+}));
 const base = `http://127.0.0.1:${API_PORT}`;
-const wsUrl = `ws://127.0.0.1:${EDGE_PORT}/ws`;
+const wsUrlOf = (port: number) => `ws://127.0.0.1:${port}/ws`;
 await waitFor('api', async () => (await fetch(`${base}/api/status`)).ok);
-await waitFor('edge', async () => (await fetch(`http://127.0.0.1:${EDGE_PORT}/health`)).ok);
+for (const e of edges) await waitFor(`edge on ${e.port}`, async () => (await fetch(`http://127.0.0.1:${e.port}/health`)).ok);
+/** CPU seconds of every edge process together. */
+const edgesCpuS = () => edges.reduce((a, e) => a + procStat(e.child.pid).cpuS, 0);
 
 async function call(path: string, init: RequestInit & { key?: string } = {}) {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(init.headers as Record<string, string>) };
@@ -179,7 +194,7 @@ async function openSubscribers(n: number, venueId: string, sink: number[]): Prom
   let failed = 0;
   const openOne = () =>
     new Promise<void>((resolve) => {
-      const ws = new WebSocket(`${wsUrl}?token=${key}`, { perMessageDeflate: false });
+      const ws = new WebSocket(`${wsUrlOf(EDGE_PORT)}?token=${key}`, { perMessageDeflate: false });
       const sub: Sub = { ws, received: 0 };
       let done = false;
       const finish = (ok: boolean) => {
@@ -223,7 +238,7 @@ const stats = (xs: ArrayLike<number>) => {
 const steadyLatency: number[] = [];
 const steady = await openSubscribers(SUBSCRIBERS, venueA, steadyLatency);
 const requestMs: number[] = [];
-const cpu0 = { edge: procStat(edge.child.pid).cpuS, api: procStat(api.child.pid).cpuS };
+const cpu0 = { edge: edgesCpuS(), api: procStat(api.child.pid).cpuS };
 const steadyFirst = seq;
 const started = performance.now();
 const requests = Math.max(1, Math.round((RATE * DURATION_S) / BATCH));
@@ -238,7 +253,7 @@ const steadyEvents = seq - steadyFirst;
 const expectedSteady = steadyEvents * steady.subs.length;
 const drainUntil = performance.now() + 10_000;
 while (steadyLatency.length < expectedSteady && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, 50));
-const steadyCpu = { edge: round(procStat(edge.child.pid).cpuS - cpu0.edge), api: round(procStat(api.child.pid).cpuS - cpu0.api) };
+const steadyCpu = { edge: round(edgesCpuS() - cpu0.edge), api: round(procStat(api.child.pid).cpuS - cpu0.api) };
 const steadyResult = {
   offeredEventsPerS: RATE,
   seconds: round((performance.now() - started) / 1000),
@@ -258,10 +273,10 @@ for (const s of steady.subs) s.ws.terminate();
 await new Promise((r) => setTimeout(r, 1000));
 
 // ---- (b) fan-out to many connections, and memory per connection ----
-/** The edge's /health, or null when it does not answer within 5 s (an edge out of descriptors accepts nothing, /health included). */
-const edgeHealth = async () => {
+/** An edge's /health, or null when it does not answer within 5 s (an edge out of descriptors accepts nothing, /health included). */
+const edgeHealth = async (port: number) => {
   try {
-    const res = await fetch(`http://127.0.0.1:${EDGE_PORT}/health`, { signal: AbortSignal.timeout(5000) });
+    const res = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(5000) });
     return (await res.json()) as { websocket: { connections: number }; memory: { heapUsedBytes: number } };
   } catch {
     return null;
@@ -274,12 +289,14 @@ function fdState(pid: number | undefined) {
   const num = (v: string | undefined) => (v === undefined || v === 'unlimited' ? Infinity : Number(v));
   return { soft: num(limits?.[1]), hard: num(limits?.[2]), open: readdirSync(`/proc/${pid}/fd`).length };
 }
-const fdAtStart = fdState(edge.child.pid);
-const fdCapacity = fdAtStart.soft - fdAtStart.open - FD_MARGIN;
+const fdsAtStart = edges.map((e) => fdState(e.child.pid));
+const fdAtStart = fdsAtStart[0]!;
+// The connections are spread evenly, so the fullest edge (the least room) bounds them.
+const fdCapacity = EDGES * Math.min(...fdsAtStart.map((f) => f.soft - f.open - FD_MARGIN));
 const beyondLimit = FANOUT_CONNECTIONS > fdCapacity;
 const attempted = beyondLimit && !args['fanout-beyond-limit'] ? fdCapacity : FANOUT_CONNECTIONS;
 console.log(
-  `(b) edge open-files limit ${fdAtStart.soft} (hard ${fdAtStart.hard}), ${fdAtStart.open} open: room for about ${fdCapacity} connections` +
+  `(b) ${EDGES > 1 ? `${EDGES} edges, each with ` : ''}edge open-files limit ${fdAtStart.soft} (hard ${fdAtStart.hard}), ${fdAtStart.open} open: room for about ${fdCapacity} connections` +
     (beyondLimit
       ? `; ${FANOUT_CONNECTIONS} asked for: ${args['fanout-beyond-limit'] ? 'opening them all anyway (--fanout-beyond-limit)' : `opening ${attempted} (raise the edge's limit, ulimit -n / LimitNOFILE, to hold more)`}`
       : ''),
@@ -307,10 +324,20 @@ const ask = <T extends FromClient['type']>(child: ChildProcess, message: ToClien
     child.send(message);
   });
 
-const rssBefore = procStat(edge.child.pid).rssBytes;
-const heapBefore = (await edgeHealth())?.memory.heapUsedBytes ?? NaN;
+/** RSS of every edge together. */
+const edgesRss = () => edges.reduce((a, e) => a + procStat(e.child.pid).rssBytes, 0);
+/** Every edge's /health (null for one that did not answer). */
+const edgesHealth = () => Promise.all(edges.map((e) => edgeHealth(e.port)));
+/** RSS and heap of every edge together, each read right after a full GC; null when any edge's inspector failed. */
+const edgesAfterGc = async () => {
+  const each = await Promise.all(edges.map((e) => gcAndMemory(e.inspectPort)));
+  return { rss: each.reduce((a, m) => a + m.rss, 0), heapUsed: each.reduce((a, m) => a + m.heapUsed, 0) };
+};
+const rssBefore = edgesRss();
+const healthBefore = await edgesHealth();
+const heapBefore = healthBefore.reduce((a, h) => a + (h?.memory.heapUsedBytes ?? NaN), 0);
 // The same after a full GC (the steady phase's garbage gone): the baseline of the figures after GC.
-const gcBefore = await gcAndMemory(INSPECT_PORT).catch((err: Error) => (console.log(`no GC through the inspector: ${err.message}`), null));
+const gcBefore = await edgesAfterGc().catch((err: Error) => (console.log(`no GC through the inspector: ${err.message}`), null));
 const openStarted = performance.now();
 const opened = await Promise.all(
   clients.map((c) =>
@@ -318,7 +345,7 @@ const opened = await Promise.all(
       c.child,
       {
         type: 'open',
-        url: `${wsUrl}?token=${key}`,
+        urls: EDGE_PORTS.map((port) => `${wsUrlOf(port)}?token=${key}`),
         venueId: venueB,
         count: c.share,
         localAddresses,
@@ -335,20 +362,29 @@ const held = opened.reduce((a, o) => a + o.held, 0);
 const failures: Record<string, number> = {};
 for (const o of opened) for (const [why, n] of Object.entries(o.failures)) failures[why] = (failures[why] ?? 0) + n;
 await new Promise((r) => setTimeout(r, 2000));
-const rssAfter = procStat(edge.child.pid).rssBytes;
-const health = await edgeHealth();
-if (!health) console.log('(b) the edge did not answer /health within 5 s: out of descriptors, it accepts no connection at all');
-const fdAfterOpen = fdState(edge.child.pid).open;
-const gcFull = gcBefore && (await gcAndMemory(INSPECT_PORT).catch(() => null));
+const rssAfter = edgesRss();
+const healthAfter = await edgesHealth();
+const health = healthAfter.every((h) => h !== null)
+  ? {
+      websocket: { connections: healthAfter.reduce((a, h) => a + h!.websocket.connections, 0) },
+      memory: { heapUsedBytes: healthAfter.reduce((a, h) => a + h!.memory.heapUsedBytes, 0) },
+    }
+  : null;
+if (!health) console.log('(b) an edge did not answer /health within 5 s: out of descriptors, it accepts no connection at all');
+const fdsAfterOpen = edges.map((e) => fdState(e.child.pid).open);
+const fdAfterOpen = fdsAfterOpen[0]!;
+const rssEachAfter = edges.map((e) => procStat(e.child.pid).rssBytes);
+const gcFull = gcBefore && (await edgesAfterGc().catch(() => null));
 if (args['heap-snapshot']) {
-  await heapSnapshot(INSPECT_PORT, args['heap-snapshot']);
+  await heapSnapshot(edges[0]!.inspectPort, args['heap-snapshot']);
   console.log(`heap snapshot written to ${args['heap-snapshot']}`);
 }
 await new Promise((r) => setTimeout(r, 1000));
 
 const fanFirst = seq;
 const fanSent: number[] = [];
-const cpuFan0 = { edge: procStat(edge.child.pid).cpuS, api: procStat(api.child.pid).cpuS };
+const clientsCpuS = () => clients.reduce((a, c) => a + procStat(c.child.pid).cpuS, 0);
+const cpuFan0 = { edge: edgesCpuS(), api: procStat(api.child.pid).cpuS, clients: clientsCpuS() };
 for (let i = 0; i < FANOUT_EVENTS; i++) {
   fanSent.push(seq);
   await ingest(venueB, 1);
@@ -362,7 +398,11 @@ while (performance.now() < fanDrainUntil) {
   if (receivedFan >= expectedFan) break;
   await new Promise((r) => setTimeout(r, 100));
 }
-const fanCpu = { edge: round(procStat(edge.child.pid).cpuS - cpuFan0.edge), api: round(procStat(api.child.pid).cpuS - cpuFan0.api) };
+const fanCpu = {
+  edge: round(edgesCpuS() - cpuFan0.edge),
+  api: round(procStat(api.child.pid).cpuS - cpuFan0.api),
+  clients: round(clientsCpuS() - cpuFan0.clients),
+};
 const fanSentAt = fanSent.map((n) => [n, sentAt.get(n)!] as [number, number]);
 const reports = await Promise.all(clients.map((c) => ask(c.child, { type: 'report', sentAt: fanSentAt }, 'report')));
 const fanLatency = new Float64Array(reports.reduce((a, r) => a + r.latencies.length, 0));
@@ -381,10 +421,12 @@ for (const r of reports) for (const [code, n] of Object.entries(r.closeCodes)) c
 await Promise.all(
   clients.map((c) => new Promise((resolve) => (c.child.once('exit', resolve), c.child.send({ type: 'close' } satisfies ToClient)))),
 );
-await waitFor('the edge to drop the fan-out connections', async () => (await edgeHealth())?.websocket.connections === 0, 30_000).catch(
-  () => undefined,
-);
-const gcEmpty = gcFull ? await gcAndMemory(INSPECT_PORT).catch(() => null) : null;
+await waitFor(
+  'the edges to drop the fan-out connections',
+  async () => (await edgesHealth()).every((h) => h?.websocket.connections === 0),
+  30_000,
+).catch(() => undefined);
+const gcEmpty = gcFull ? await edgesAfterGc().catch(() => null) : null;
 
 const perConnection = (bytes: number) => (held ? Math.round(bytes / held) : null);
 const fanResult = {
@@ -407,6 +449,14 @@ const fanResult = {
     roomForConnections: fdCapacity,
   },
   limitedByFdLimit: beyondLimit,
+  /** Edge processes the connections were spread over; with more than one, the memory and CPU figures are their sums. */
+  edges: EDGES,
+  perEdge: edges.map((e, i) => ({
+    port: e.port,
+    connections: healthAfter[i]?.websocket.connections ?? null,
+    fdOpenWithConnections: fdsAfterOpen[i],
+    rssMiB: round(rssEachAfter[i]! / 2 ** 20),
+  })),
   clientProcesses: FANOUT_CLIENTS,
   sourceAddresses: localAddresses,
   secondsToOpenAndSubscribe: round(openSeconds),
@@ -441,10 +491,12 @@ const fanResult = {
   closeCodes,
   ingestToPushMs: stats(fanLatency),
   ingestToLastConnectionMs: stats(allDelivered),
-  /** CPU seconds of edge and api from the first fan-out event until the last push arrived (or the 15 s wait ended). */
+  /** CPU seconds of the edges (together), the api and the client processes (together) from the first fan-out event until the last push arrived (or the 15 s wait ended). */
   cpuSeconds: fanCpu,
-  /** The edge's CPU per push delivered: one event reaches its N-th connection after about N times this (one thread). */
+  /** The edges' CPU per push delivered: on one edge, an event reaches its N-th connection after about N times this (one thread). */
   edgeCpuMicrosPerPush: fanLatency.length ? round((fanCpu.edge * 1e6) / fanLatency.length, 2) : null,
+  /** The client processes' CPU per push received: on a shared box, the cores the edges do not get. */
+  clientCpuMicrosPerPush: fanLatency.length ? round((fanCpu.clients * 1e6) / fanLatency.length, 2) : null,
 };
 console.log(
   `(b) ${held}/${attempted} connections held (${FANOUT_CONNECTIONS} asked for; edge open-files limit ${fdAtStart.soft}), ${fanResult.edgeBytesPerConnection} B RSS, ` +
@@ -453,7 +505,7 @@ console.log(
     `to the last connection p99 ${fanResult.ingestToLastConnectionMs.p99} ms`,
 );
 
-await Promise.all([edge.stop(), api.stop()]);
+await Promise.all([...edges.map((e) => e.stop()), api.stop()]);
 const allPushes = fanResult.pushesReceived === expectedFan && expectedFan > 0;
 const path = writeResult('ws', {
   at: new Date().toISOString(),
@@ -472,6 +524,7 @@ const path = writeResult('ws', {
     fanoutAddresses: FANOUT_ADDRESSES,
     fanoutBeyondLimit: args['fanout-beyond-limit'],
     edgeEntry: EDGE_ENTRY,
+    edges: EDGES,
   },
   steady: steadyResult,
   fanout: fanResult,
@@ -485,11 +538,19 @@ const path = writeResult('ws', {
     connections50k: {
       goal: '50,000 connections on one edge at ≤ 2 KB each, every push delivered, ingest → push p99 to the last connection ≤ 200 ms (issue 30)',
       held,
+      /** Met only on one edge; with more, the other conditions are judged in `metAcrossEdges`. */
+      edges: EDGES,
       edgeFdLimit: fdAtStart.soft,
       bytesPerConnection: fanResult.edgeBytesPerConnection,
       everyPushDelivered: allPushes,
       lastConnectionP99: fanResult.ingestToLastConnectionMs.p99,
+      metAcrossEdges:
+        held >= 50_000 &&
+        (fanResult.edgeBytesPerConnection ?? Infinity) <= 2048 &&
+        allPushes &&
+        fanResult.ingestToLastConnectionMs.p99 <= 200,
       met:
+        EDGES === 1 &&
         held >= 50_000 &&
         (fanResult.edgeBytesPerConnection ?? Infinity) <= 2048 &&
         allPushes &&

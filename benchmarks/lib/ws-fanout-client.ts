@@ -1,6 +1,6 @@
 /**
  * One fan-out client process of `bench:ws` (forked by benchmarks/ws.ts with structured-clone IPC).
- * It opens its share of the fan-out connections, each bound to one of the given loopback source
+ * It opens its share of the fan-out connections, spread over the given edges' URLs, each bound to one of the given loopback source
  * addresses (every source address has its own ephemeral port range, 32768–60999 here), subscribes
  * each to the venue, and records every push's arrival time on the machine-wide monotonic clock
  * (the parent stamps sends on the same clock). The push path does no JSON.parse: it finds the
@@ -15,7 +15,8 @@ export const monoMs = () => Number(process.hrtime.bigint()) / 1e6;
 export type ToClient =
   | {
       type: 'open';
-      url: string;
+      /** The edges' /ws URLs (with the key): connection i goes to urls[i % urls.length]. */
+      urls: string[];
       venueId: string;
       count: number;
       localAddresses: string[];
@@ -98,7 +99,7 @@ if (process.send && process.argv[1]?.endsWith('ws-fanout-client.js')) {
     /** Opens and subscribes connection `i`: null when held, else why not. */
     const openOne = (i: number) =>
       new Promise<string | null>((resolve) => {
-        const ws = new WebSocket(m.url, {
+        const ws = new WebSocket(m.urls[i % m.urls.length]!, {
           perMessageDeflate: false,
           localAddress: m.localAddresses[i % m.localAddresses.length],
           handshakeTimeout: m.timeoutMs,
