@@ -285,7 +285,16 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
       return;
     }
     const heldIds = new Set(held.map((h) => h.integration_id));
-    for (const o of [...owned.values()]) if (!heldIds.has(o.id)) disown(o, 'lease taken by another instance');
+    // Not renewed: another instance holds it, or it was deactivated since the list was read. The
+    // release (fenced by owner) frees the second at once and leaves the first's holder alone.
+    const lost = [...owned.values()].filter((o) => !heldIds.has(o.id));
+    for (const o of lost) disown(o, 'lease taken by another instance, or the integration deactivated');
+    if (lost.length)
+      await releaseLeases(
+        opts.db,
+        lost.map((o) => o.id),
+        owner,
+      );
     for (const row of held) if (!owned.has(row.integration_id)) own(row, wanted.get(row.integration_id)!);
   };
 

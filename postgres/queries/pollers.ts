@@ -23,7 +23,8 @@ export interface PollerStateRow {
  * Takes or renews the lease of each integration in one statement: a row is (re)written only where
  * nobody holds it, this owner holds it, or its holder's lease lapsed (the database clock decides,
  * so instances' clocks never disagree). Returns the leases this owner holds now. Ids are locked in
- * sorted order, so two instances taking the same ids never deadlock.
+ * sorted order, so two instances taking the same ids never deadlock. Only integrations still active
+ * are leased: the caller's list may be older than a deactivation, which must not be leased again.
  */
 export async function takeLeases(
   db: Queryable,
@@ -36,7 +37,10 @@ export async function takeLeases(
   return rows<PollerLeaseRow>(
     db,
     sql`INSERT INTO poller_state (integration_id, owner, lease_until)
-        SELECT id, ${owner}, now() + ${leaseMs} * interval '1 millisecond' FROM unnest(${ids}::uuid[]) AS t(id)
+        SELECT i.id, ${owner}, now() + ${leaseMs} * interval '1 millisecond'
+          FROM integrations i
+         WHERE i.id = ANY(${ids}::uuid[]) AND i.is_active
+         ORDER BY i.id
         ON CONFLICT (integration_id) DO UPDATE
            SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, updated_at = now()
          WHERE poller_state.owner = EXCLUDED.owner OR poller_state.owner IS NULL

@@ -194,6 +194,8 @@ describe('poller runner', () => {
     expect(await releaseLeases(db, [id], 'A')).toBe(0);
     expect(await releaseLeases(db, [id, other.integrationId], 'B')).toBe(1);
     await db.query(`UPDATE integrations SET is_active = false WHERE id = ANY($1::uuid[])`, [[id, other.integrationId]]);
+    // A round whose list predates the deactivation leases neither again.
+    expect(await takeLeases(db, [id, other.integrationId], 'C', 5000)).toEqual([]);
   });
 
   it('stops polling an integration that is deactivated', async () => {
