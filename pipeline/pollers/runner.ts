@@ -142,6 +142,17 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
     o.log.info({ why }, 'poller stopped for this integration');
   };
 
+  /** Stops polling these here at once, then gives their leases up (fenced by owner: another instance's lease stays). */
+  const drop = async (os: Owned[], why: string) => {
+    for (const o of os) disown(o, why);
+    if (os.length)
+      await releaseLeases(
+        opts.db,
+        os.map((o) => o.id),
+        owner,
+      );
+  };
+
   const failed = async (o: Owned, integration: SourceIntegration | undefined, err: unknown) => {
     const vendorError = err instanceof VendorError;
     const message = vendorError ? err.message : `poll failed here: ${(err as Error).message}`;
@@ -172,8 +183,9 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
     try {
       integration = await sourceIntegration(opts.db, opts.keyring, o.id);
       if (!integration || !o.vendor.polls(integration.config)) {
-        await releaseLeases(opts.db, [o.id], owner).catch(() => undefined);
-        return disown(o, integration ? 'no longer polled' : 'integration gone or inactive');
+        return await drop([o], integration ? 'no longer polled' : 'integration gone or inactive').catch((err: unknown) =>
+          o.log.warn({ err }, 'could not give the lease up; it lapses on its own'),
+        );
       }
       const { config } = integration;
       const fingerprint = configFingerprint(config);
@@ -271,12 +283,10 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
     if (closing) return;
     if (now() - listedAt >= listIntervalMs) await list();
     const wanted = new Map(candidates.map((c) => [c.id, c.connector]));
-    for (const o of [...owned.values()]) {
-      if (!wanted.has(o.id)) {
-        disown(o, 'no longer an active polled integration');
-        await releaseLeases(opts.db, [o.id], owner);
-      }
-    }
+    await drop(
+      [...owned.values()].filter((o) => !wanted.has(o.id)),
+      'no longer an active polled integration',
+    );
     if (closing) return;
     const held = await takeLeases(opts.db, [...wanted.keys()], owner, leaseMs);
     // Leases taken by a round that overlapped stop() are released with the others by stop().
@@ -285,17 +295,11 @@ export function startPollers(opts: PollerRunnerOptions): RunningPollers {
       return;
     }
     const heldIds = new Set(held.map((h) => h.integration_id));
-    // Not renewed: another instance holds it, or it was deactivated since the list was read. The
-    // release (fenced by owner) frees the second at once and leaves the first's holder alone.
+    // Not renewed: another instance holds it, or it was deactivated since the list was read.
     const lost = [...owned.values()].filter((o) => !heldIds.has(o.id));
-    for (const o of lost) disown(o, 'lease taken by another instance, or the integration deactivated');
-    if (lost.length)
-      await releaseLeases(
-        opts.db,
-        lost.map((o) => o.id),
-        owner,
-      );
+    // Owned before the release's await, so a stop() that begins during it finds them.
     for (const row of held) if (!owned.has(row.integration_id)) own(row, wanted.get(row.integration_id)!);
+    await drop(lost, 'lease taken by another instance, or the integration deactivated');
   };
 
   const leaseRounds = every(renewMs, tick, {

@@ -33,13 +33,12 @@ export async function takeLeases(
   leaseMs: number,
 ): Promise<PollerLeaseRow[]> {
   if (integrationIds.length === 0) return [];
-  const ids = [...integrationIds].sort();
   return rows<PollerLeaseRow>(
     db,
     sql`INSERT INTO poller_state (integration_id, owner, lease_until)
         SELECT i.id, ${owner}, now() + ${leaseMs} * interval '1 millisecond'
           FROM integrations i
-         WHERE i.id = ANY(${ids}::uuid[]) AND i.is_active
+         WHERE i.id = ANY(${[...integrationIds]}::uuid[]) AND i.is_active
          ORDER BY i.id
         ON CONFLICT (integration_id) DO UPDATE
            SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, updated_at = now()
