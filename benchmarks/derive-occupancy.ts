@@ -15,7 +15,7 @@ import type { VenueDeriveContext } from '../pipeline/derive/context.js';
 import { recomputeOccupancy } from '../pipeline/derive/recompute.js';
 import { toRow } from '../pipeline/sink/rows.js';
 import { machine, round, writeResult } from './lib/harness.js';
-import { scratchClickhouse } from './lib/scratch.js';
+import { deriveRound, scratchClickhouse } from './lib/scratch.js';
 
 const { values: args } = cliArgs(
   'npm run bench:derive-occupancy --',
@@ -81,7 +81,7 @@ function doorEvents(v: VenueDeriveContext, fromMs: number, n: number, stepMs: nu
 
 const dayRows = venues.flatMap((v) => doorEvents(v, dayStart, HOURS * PER_HOUR, Math.floor(3_600_000 / PER_HOUR)));
 for (let i = 0; i < dayRows.length; i += 100_000) await insertEvents(ch, dayRows.slice(i, i + 100_000));
-for (const v of venues) await recomputeOccupancy(ch, v, period);
+await deriveRound(ch, venues, (v, out) => recomputeOccupancy(ch, v, period, out));
 console.log(
   `bench:derive-occupancy  ${VENUES} venues, ${HOURS} h of ${PER_HOUR} door events an hour each; rounds of ${PER_ROUND} new events a venue`,
 );
@@ -103,7 +103,7 @@ for (let r = 0; r < ROUNDS * 2; r++) {
   const ch0 = scratch.clickhouseCpu();
   const node0 = process.cpuUsage();
   const t0 = performance.now();
-  for (const v of venues) await recomputeOccupancy(ch, v, period, mode === 'whole period' ? period.start : seenFrom);
+  await deriveRound(ch, venues, (v, out) => recomputeOccupancy(ch, v, period, out, mode === 'whole period' ? period.start : seenFrom));
   const node = process.cpuUsage(node0);
   results[mode].push({
     wallMs: performance.now() - t0,

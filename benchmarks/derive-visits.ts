@@ -16,7 +16,7 @@ import type { VenueDeriveContext } from '../pipeline/derive/context.js';
 import { recomputeVisits } from '../pipeline/derive/visits.js';
 import { toRow } from '../pipeline/sink/rows.js';
 import { machine, round, writeResult } from './lib/harness.js';
-import { scratchClickhouse } from './lib/scratch.js';
+import { deriveRound, scratchClickhouse } from './lib/scratch.js';
 
 const { values: args } = cliArgs(
   'npm run bench:derive-visits --',
@@ -118,7 +118,7 @@ for (const [i, v] of venues.entries()) {
   daySightings += day.length;
   for (let at = 0; at < day.length; at += 100_000) await insertEvents(ch, rows(v, day.slice(at, at + 100_000)));
 }
-for (const v of venues) await recomputeVisits(ch, v, period, period.start, now - 1);
+await deriveRound(ch, venues, (v, out) => recomputeVisits(ch, v, period, period.start, now - 1, out));
 console.log(
   `bench:derive-visits  ${VENUES} venues, ${HOURS} h of ${ARRIVALS} arrivals an hour and ${RESIDENTS} residents each (${Math.round(daySightings / VENUES / HOURS)} sightings an hour); rounds of ${ROUND / 1000} s`,
 );
@@ -133,7 +133,7 @@ for (let r = 0; r < ROUNDS; r++) {
   const ch0 = scratch.clickhouseCpu();
   const node0 = process.cpuUsage();
   const t0 = performance.now();
-  for (const v of venues) await recomputeVisits(ch, v, period, now, now + ROUND - 1);
+  await deriveRound(ch, venues, (v, out) => recomputeVisits(ch, v, period, now, now + ROUND - 1, out));
   const node = process.cpuUsage(node0);
   runs.push({
     sightings: batch.reduce((n, b) => n + b.length, 0),

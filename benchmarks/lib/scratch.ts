@@ -1,6 +1,7 @@
 import { createCh, type Ch } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { repoPath } from '../../lib/paths.js';
+import { RoundWrites } from '../../pipeline/derive/writes.js';
 import { benchConfig, cpuSecondsOf, enginePids } from './harness.js';
 
 export interface ScratchClickhouse {
@@ -29,4 +30,18 @@ export async function scratchClickhouse(database: string): Promise<ScratchClickh
       await admin.close();
     },
   };
+}
+
+/** Recomputations of `items` in turn, written as one derive round writes them (pipeline/derive/writes.ts). */
+export async function deriveRound<T>(
+  ch: Ch,
+  items: readonly T[],
+  recompute: (item: T, out: RoundWrites) => Promise<unknown>,
+): Promise<void> {
+  const out = new RoundWrites(ch);
+  for (const item of items) {
+    await recompute(item, out);
+    await out.flushIfFull();
+  }
+  await out.flush();
 }

@@ -18,6 +18,7 @@ import { periodsBetween, type Period } from './periods.js';
 import type { VenueDeriveContext } from './context.js';
 import { recomputePeriod } from './recompute.js';
 import { runFairly } from './schedule.js';
+import { RoundWrites } from './writes.js';
 
 /**
  * The derive job (docs/processors.md#derived-from-the-raw-table): every `intervalMs` it reads the
@@ -149,11 +150,13 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     // Newest periods first: today's figures before a backfill's.
     for (const q of queues.values()) q.sort((a, b) => b.period.start - a.period.start);
     const done = { periods: 0, rows: 0, visits: 0, occupancy: 0 };
+    const writes = new RoundWrites(ch);
     const left = await runFairly(
       queues,
       opts.roundBudgetMs ?? Infinity,
       async ({ marks: m, venue: v, period: p }) => {
-        const { visits, occupancy } = await recomputePeriod(ch, v, p, m.ranges);
+        const { visits, occupancy } = await recomputePeriod(ch, v, p, m.ranges, writes);
+        await writes.flushIfFull();
         if (visits === undefined && occupancy === undefined) return;
         done.periods++;
         done.rows += (visits ?? 0) + (occupancy ?? 0);
@@ -165,6 +168,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     );
     // Written before the cursor moves past the marks they stand for: a crash between the two
     // recomputes those periods twice (idempotent), never not at all.
+    await writes.flush();
     await insertCarriedMarks(ch, carriedMarks(left), now);
     await saveProgress(ch, name, now, Date.now());
     for (const m of fresh) seen.set(m.mark_id, m.inserted_at);

@@ -1,7 +1,5 @@
 import type { Ch } from '../../clickhouse/client.js';
 import {
-  insertDerivedOccupancy,
-  insertDerivedZoneOccupancy,
   occupancyBefore,
   periodFlowEvents,
   storedOccupancy,
@@ -14,6 +12,7 @@ import { changes, nextVersion } from './changes.js';
 import type { VenueDeriveContext } from './context.js';
 import type { Period } from './periods.js';
 import { recomputeVisits } from './visits.js';
+import type { RoundWrites } from './writes.js';
 
 /** Rows written by one recomputation; a figure its marks cannot have changed is not recomputed (undefined). */
 export interface Written {
@@ -91,15 +90,15 @@ async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: 
 
 /**
  * A period's occupancy history from the raw events, the whole venue's (door events) and each area
- * or counter zone's (its own events), written where it differs from what is stored. A figure
+ * or counter zone's (its own events), given to `out` where it differs from what is stored. A figure
  * depends only on the flows up to its instant, so only the instants from the first changed second
  * (`seenFrom`) on are recomputed, continuing from the venue's and each zone's last stored figure
  * before it (OCCUPANCY_LOOKBACKS_MS); where one of them has no stored figure in the hour before,
  * the whole period is.
  */
-export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom = p.start): Promise<number> {
+export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period, out: RoundWrites, seenFrom = p.start): Promise<number> {
   const from = Math.floor(Math.max(seenFrom, p.start) / 1000) * 1000;
-  const whole = async () => writeOccupancy(ch, v, await occupancyInput(ch, v, p, p.start), (f) => occupancyPoints(f, p));
+  const whole = async () => writeOccupancy(out, v, await occupancyInput(ch, v, p, p.start), (f) => occupancyPoints(f, p));
   if (from === p.start) return whole();
   const before = (i: number) =>
     occupancyBefore(ch, {
@@ -117,16 +116,16 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
     if (i === OCCUPANCY_LOOKBACKS_MS.length || from - OCCUPANCY_LOOKBACKS_MS[i - 1]! <= p.start) return whole();
     base = await before(i);
   }
-  return writeOccupancy(ch, v, input, (f, zone) => continuedPoints(f, (zone === undefined ? base.venue : base.zones.get(zone))!.value));
+  return writeOccupancy(out, v, input, (f, zone) => continuedPoints(f, (zone === undefined ? base.venue : base.zones.get(zone))!.value));
 }
 
-/** Writes where the points computed from `input` (by `pointsOf`, per zone or for the venue) differ from the stored ones. */
-async function writeOccupancy(
-  ch: Ch,
+/** Gives `out` the points computed from `input` (by `pointsOf`, per zone or for the venue) where they differ from the stored ones. */
+function writeOccupancy(
+  out: RoundWrites,
   v: VenueDeriveContext,
   { flows, zoneFlows, stored, storedZones }: Awaited<ReturnType<typeof occupancyInput>>,
   pointsOf: (flows: Flow[], zone?: string) => Points,
-): Promise<number> {
+): number {
   const venue = changes(
     flows.length > 0 ? pointsOf(flows) : [],
     stored,
@@ -155,12 +154,8 @@ async function writeOccupancy(
     version,
   });
   const zoneRow = (x: { zone_id: string; at: number; value: number }, live: number) => ({ ...row(x, live), zone_id: x.zone_id });
-  await Promise.all([
-    venue.upserts.length + venue.removed.length > 0 &&
-      insertDerivedOccupancy(ch, [...venue.upserts.map((x) => row(x, 1)), ...venue.removed.map((x) => row(x, 0))]),
-    zones.upserts.length + zones.removed.length > 0 &&
-      insertDerivedZoneOccupancy(ch, [...zones.upserts.map((x) => zoneRow(x, 1)), ...zones.removed.map((x) => zoneRow(x, 0))]),
-  ]);
+  out.addOccupancy([...venue.upserts.map((x) => row(x, 1)), ...venue.removed.map((x) => row(x, 0))]);
+  out.addZoneOccupancy([...zones.upserts.map((x) => zoneRow(x, 1)), ...zones.removed.map((x) => zoneRow(x, 0))]);
   return written;
 }
 
@@ -173,11 +168,11 @@ export interface MarkedRanges {
 const touches = (r: [number, number] | undefined, p: Period): r is [number, number] => r !== undefined && r[0] < p.end && r[1] >= p.start;
 
 /** A venue period whose sightings or door flows changed in the marked ranges: what they can have changed is recomputed. */
-export async function recomputePeriod(ch: Ch, v: VenueDeriveContext, p: Period, ranges: MarkedRanges): Promise<Written> {
+export async function recomputePeriod(ch: Ch, v: VenueDeriveContext, p: Period, ranges: MarkedRanges, out: RoundWrites): Promise<Written> {
   const { visits: seen, occupancy: flows } = ranges;
   const [visits, occupancy] = await Promise.all([
-    touches(seen, p) ? recomputeVisits(ch, v, p, seen[0], seen[1]) : undefined,
-    touches(flows, p) ? recomputeOccupancy(ch, v, p, flows[0]) : undefined,
+    touches(seen, p) ? recomputeVisits(ch, v, p, seen[0], seen[1], out) : undefined,
+    touches(flows, p) ? recomputeOccupancy(ch, v, p, out, flows[0]) : undefined,
   ]);
   return { visits, occupancy };
 }

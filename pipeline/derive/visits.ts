@@ -1,7 +1,5 @@
 import type { Ch } from '../../clickhouse/client.js';
 import {
-  insertDerivedVisits,
-  insertVisitStates,
   sightingKeys,
   storedVisits,
   visitCheckpoint,
@@ -16,6 +14,7 @@ import { closesAt, foldRuns, qualifies, type VisitRun } from '../../domain/analy
 import { changes, nextVersion } from './changes.js';
 import type { Period } from './periods.js';
 import type { VenueDeriveContext } from './context.js';
+import type { RoundWrites } from './writes.js';
 
 const visitKey = (v: DerivedVisit) => `${v.zone_id}|${v.device}|${v.start_ms}`;
 const sameVisit = (a: DerivedVisit, b: DerivedVisit) =>
@@ -67,14 +66,21 @@ export function visitPlan(
 }
 
 /**
- * A period's visits from the raw sightings, written where they differ from what is stored. Only
+ * A period's visits from the raw sightings, given to `out` where they differ from what is stored. Only
  * the devices seen in [seenFrom, seenTo] (the marked range) are recomputed: a device's visits
  * depend on its own sightings alone, and the others' did not change. A round on time continues
  * each run from the period's checkpoint and reads only the sightings since (visitPlan): a device
  * present all day costs a round its last minute, not its day. A round with sightings from before
  * the checkpoint reads from the visits' window (visitWindow) and keeps the checkpoint.
  */
-export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, seenFrom: number, seenTo: number): Promise<number> {
+export async function recomputeVisits(
+  ch: Ch,
+  v: VenueDeriveContext,
+  p: Period,
+  seenFrom: number,
+  seenTo: number,
+  out: RoundWrites,
+): Promise<number> {
   const venue = { operatorId: v.operatorId, venueId: v.venueId, day: p.day };
   const seen = { ...venue, fromMs: p.start, toMs: p.end, seenFromMs: Math.max(seenFrom, p.start), seenToMs: Math.min(seenTo, p.end - 1) };
   const plan = visitPlan(await visitCheckpoint(ch, venue), seen.seenFromMs, p);
@@ -110,10 +116,10 @@ export async function recomputeVisits(ch: Ch, v: VenueDeriveContext, p: Period, 
       live,
       version,
     });
-    await insertDerivedVisits(ch, [...upserts.map((x) => row(x, 1)), ...removed.map((x) => row(x, 0))]);
+    out.addVisits([...upserts.map((x) => row(x, 1)), ...removed.map((x) => row(x, 0))]);
   }
-  // After the visits: a round interrupted in between is redone from the same checkpoint.
-  await insertVisitStates(ch, states);
+  // Written after the visits (RoundWrites): a round interrupted in between is redone from the same checkpoint.
+  out.addStates(states);
   return upserts.length + removed.length;
 }
 

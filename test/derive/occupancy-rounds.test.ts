@@ -6,6 +6,7 @@ import { insertEvents } from '../../clickhouse/queries/events.js';
 import { periodAt } from '../../pipeline/derive/periods.js';
 import type { VenueDeriveContext } from '../../pipeline/derive/context.js';
 import { recomputeOccupancy } from '../../pipeline/derive/recompute.js';
+import { RoundWrites } from '../../pipeline/derive/writes.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { testConfig } from '../support/env.js';
 import { event } from '../unit/support/events.js';
@@ -71,10 +72,14 @@ async function roundByRound(times: number[], pieceMs: number) {
     if (piece.length === 0) continue;
     await insertEvents(ch, piece);
     // The round's marks start at the piece's first flow, not at a whole look-back before it.
-    await recomputeOccupancy(ch, rounds, p, Math.min(...piece.map((r) => r.ts * 1000 + r.ts_ms)));
+    const out = new RoundWrites(ch);
+    await recomputeOccupancy(ch, rounds, p, out, Math.min(...piece.map((r) => r.ts * 1000 + r.ts_ms)));
+    await out.flush();
   }
   await insertEvents(ch, rowsOf(atOnce, p.start, p.end));
-  await recomputeOccupancy(ch, atOnce, p);
+  const whole = new RoundWrites(ch);
+  await recomputeOccupancy(ch, atOnce, p, whole);
+  await whole.flush();
 
   const history = async (v: VenueDeriveContext) => {
     const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs: p.start, toMs: p.end };

@@ -7,6 +7,7 @@ import { insertEvents } from '../../clickhouse/queries/events.js';
 import { periodAt } from '../../pipeline/derive/periods.js';
 import type { VenueDeriveContext } from '../../pipeline/derive/context.js';
 import { recomputeVisits } from '../../pipeline/derive/visits.js';
+import { RoundWrites } from '../../pipeline/derive/writes.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import { testConfig } from '../support/env.js';
 import { event } from '../unit/support/events.js';
@@ -77,7 +78,9 @@ async function deliver(v: VenueDeriveContext, pieces: Sighting[][], before?: (pi
       ),
     );
     const times = piece.map((s) => s.ts);
-    await recomputeVisits(ch, v, p, Math.min(...times), Math.max(...times));
+    const out = new RoundWrites(ch);
+    await recomputeVisits(ch, v, p, Math.min(...times), Math.max(...times), out);
+    await out.flush();
   }
   const stored = await storedVisits(ch, {
     operatorId: v.operatorId,
