@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chRows, chsql, createCh, withSettings, type Ch } from '../../clickhouse/client.js';
-import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
+import { chRows, chsql, withSettings, type Ch } from '../../clickhouse/client.js';
 import { deriveCaughtUp } from '../../clickhouse/queries/derive.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { venueDwell } from '../../domain/analytics/dwell.js';
 import { createLogger } from '../../lib/logger.js';
 import { startDeriveJob, type RunningDerive } from '../../pipeline/derive/job.js';
 import { toRow } from '../../pipeline/sink/rows.js';
-import { createDb, type Db } from '../../postgres/client.js';
+import type { Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
 import { telemetrySeries } from '../support/telemetry.js';
 import { deviceId, event, newVenue } from '../processors/harness.js';
 import { DAY, HOUR, MINUTE, oracleDwell, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
+import { scratchDatabase, type ScratchDatabase } from './scratch-database.js';
 
 /**
  * One operator's backfill does not hold back another's figures (docs/processors.md#derived-from-the-raw-table):
@@ -23,17 +23,15 @@ import { DAY, HOUR, MINUTE, oracleDwell, oracleOccupancy, oracleVisits, type Doo
 const TZ = 'UTC';
 const RESET = 4;
 const cfg = testConfig();
-const database = `${cfg.CLICKHOUSE_DATABASE}_budget_${Date.now()}`;
+let scratch: ScratchDatabase;
 let admin: Ch;
 let ch: Ch;
 let db: Db;
 let job: RunningDerive;
 
 beforeAll(async () => {
-  admin = createCh(cfg, null);
-  await migrateClickhouse(serverExecutor(admin), database);
-  ch = createCh(cfg, database);
-  db = createDb(cfg, 2);
+  scratch = await scratchDatabase('budget');
+  ({ admin, ch, db } = scratch);
   // Its statements logged (query_log), to check the settings they run with.
   const logged = withSettings(ch, { log_queries: 1 });
   job = startDeriveJob({ ch: logged, db, log: createLogger('derive-budget', cfg.LOG_LEVEL), intervalMs: 3_600_000, roundBudgetMs: 0 });
@@ -41,10 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await job?.stop();
-  await admin?.command({ query: `DROP DATABASE IF EXISTS ${database}` });
-  await ch?.close();
-  await admin?.close();
-  await db?.end();
+  await scratch?.close();
 });
 
 type Venue = Awaited<ReturnType<typeof newVenue>>;

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chRows, chsql, createCh, type Ch } from '../../clickhouse/client.js';
-import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
+import { chRows, chsql, type Ch } from '../../clickhouse/client.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import { createLogger } from '../../lib/logger.js';
 import { startDeriveJob, type RunningDerive } from '../../pipeline/derive/job.js';
 import { toRow } from '../../pipeline/sink/rows.js';
-import { createDb, type Db } from '../../postgres/client.js';
+import type { Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
 import { deviceId, event, newVenue } from '../processors/harness.js';
 import { MINUTE, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
+import { scratchDatabase, type ScratchDatabase } from './scratch-database.js';
 
 /**
  * A derive round writes what all its venue periods changed in one insert per table
@@ -19,27 +19,20 @@ import { MINUTE, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } 
  */
 const TZ = 'UTC';
 const VENUES = 4;
-const cfg = testConfig();
-const database = `${cfg.CLICKHOUSE_DATABASE}_round_writes_${Date.now()}`;
-let admin: Ch;
+let scratch: ScratchDatabase;
 let ch: Ch;
 let db: Db;
 let job: RunningDerive;
 
 beforeAll(async () => {
-  admin = createCh(cfg, null);
-  await migrateClickhouse(serverExecutor(admin), database);
-  ch = createCh(cfg, database);
-  db = createDb(cfg, 2);
-  job = startDeriveJob({ ch, db, log: createLogger('derive-writes', cfg.LOG_LEVEL), intervalMs: 3_600_000 });
+  scratch = await scratchDatabase('round_writes');
+  ({ ch, db } = scratch);
+  job = startDeriveJob({ ch, db, log: createLogger('derive-writes', testConfig().LOG_LEVEL), intervalMs: 3_600_000 });
 }, 60_000);
 
 afterAll(async () => {
   await job?.stop();
-  await admin?.command({ query: `DROP DATABASE IF EXISTS ${database}` });
-  await ch?.close();
-  await admin?.close();
-  await db?.end();
+  await scratch?.close();
 });
 
 /** The highest block number each table's parts hold (0 for a table never written). */
@@ -47,7 +40,7 @@ async function blocks(): Promise<Record<string, number>> {
   const rows = await chRows<{ table: string; n: string }>(
     ch,
     chsql`SELECT table, toString(max(max_block_number)) AS n FROM system.parts
-           WHERE database = ${database} AND table IN ('derived_visits', 'derived_visit_state', 'derived_occupancy')
+           WHERE database = ${scratch.database} AND table IN ('derived_visits', 'derived_visit_state', 'derived_occupancy')
            GROUP BY table`,
   );
   const out: Record<string, number> = { derived_visits: 0, derived_visit_state: 0, derived_occupancy: 0 };
