@@ -157,11 +157,15 @@ export async function topicEndOffsets(admin: Admin, topic: string, timeoutMs = 3
  * - `bulk`: a `member` fetching up to 4 MB per partition and fetch: at kafkajs's 1 MB default a
  *   batch's fixed costs (a processor's transaction, a sink's insert), not the processing, bound the rate.
  * - `restore`: a throwaway reader of a changelog, gone once it has read to the end.
+ * A member's fetch waits up to a second for data: the broker answers as soon as any arrives
+ * (kafkajs's minBytes is 1), so the wait only sets how often an idle member asks again. At 250 ms
+ * the dozen members of an idle pipeline cost it and the broker about twice as much CPU
+ * (benchmarks/README.md, "Idle consumers").
  */
 const MEMBER = {
   sessionTimeout: 10_000,
   heartbeatInterval: 1_000,
-  maxWaitTimeInMs: 250,
+  maxWaitTimeInMs: 1_000,
   readUncommitted: false,
   retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
 };
