@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka } from 'kafkajs';
-import { consumerOptions, subscribeWhenKnown, topicEndOffsets } from './kafka.js';
+import { consumerOptions, subscribeWhenKnown, topicEndOffsets, type ConsumerKind } from './kafka.js';
 import type { Logger } from './logger.js';
 
 export interface ConsumerSpec {
@@ -12,6 +12,8 @@ export interface ConsumerSpec {
   partitionsConsumedConcurrently?: number;
   /** Called with the consumer before it runs, e.g. to listen to group events. */
   onCreate?: (consumer: Consumer) => void;
+  /** Its settings (lib/kafka.ts); default `bulk`. */
+  kind?: ConsumerKind;
 }
 
 export interface RunningConsumer {
@@ -22,7 +24,7 @@ export interface RunningConsumer {
 
 /** Starts one consumer-group member with manual offset control. */
 export async function runConsumer(kafka: Kafka, log: Logger, spec: ConsumerSpec): Promise<RunningConsumer> {
-  const consumer = kafka.consumer(consumerOptions('bulk', { groupId: spec.groupId }));
+  const consumer = kafka.consumer(consumerOptions(spec.kind ?? 'bulk', { groupId: spec.groupId }));
   const clog = log.child({ group: spec.groupId, topic: spec.topic });
   consumer.on(consumer.events.GROUP_JOIN, (e) => clog.info({ assignment: e.payload.memberAssignment }, 'joined group'));
   consumer.on(consumer.events.CRASH, (e) => clog.error({ err: e.payload.error, restart: e.payload.restart }, 'consumer crashed'));
@@ -65,6 +67,7 @@ export async function runLiveTail(kafka: Kafka, log: Logger, spec: Omit<Consumer
   }
   return runConsumer(kafka, log, {
     ...spec,
+    kind: 'live',
     fromBeginning: true,
     onCreate: (consumer) => {
       consumer.on(consumer.events.GROUP_JOIN, (e) => {

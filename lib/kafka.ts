@@ -156,6 +156,9 @@ export async function topicEndOffsets(admin: Admin, topic: string, timeoutMs = 3
  *   retried) 10 s costs nothing and shortens that stall.
  * - `bulk`: a `member` fetching up to 4 MB per partition and fetch: at kafkajs's 1 MB default a
  *   batch's fixed costs (a processor's transaction, a sink's insert), not the processing, bound the rate.
+ * - `live`: a `bulk` member whose first fetch (its position at the end of a live stream) must
+ *   answer quickly: an edge listens only once every tail has fetched, and an empty fetch lasts its
+ *   whole wait, so it keeps 250 ms.
  * - `restore`: a throwaway reader of a changelog, gone once it has read to the end.
  * A member's fetch waits up to a second for data: the broker answers as soon as any arrives
  * (kafkajs's minBytes is 1), so the wait only sets how often an idle member asks again. At 250 ms
@@ -172,6 +175,7 @@ const MEMBER = {
 const CONSUMER_KINDS = {
   member: MEMBER,
   bulk: { ...MEMBER, maxBytesPerPartition: 4 * 1024 * 1024 },
+  live: { ...MEMBER, maxBytesPerPartition: 4 * 1024 * 1024, maxWaitTimeInMs: 250 },
   restore: { sessionTimeout: 10_000, maxWaitTimeInMs: 100, readUncommitted: false },
 } satisfies Record<string, Omit<ConsumerConfig, 'groupId'>>;
 export type ConsumerKind = keyof typeof CONSUMER_KINDS;
