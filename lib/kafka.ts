@@ -156,13 +156,11 @@ export async function topicEndOffsets(admin: Admin, topic: string, timeoutMs = 3
  *   retried) 10 s costs nothing and shortens that stall.
  * - `bulk`: a `member` fetching up to 4 MB per partition and fetch: at kafkajs's 1 MB default a
  *   batch's fixed costs (a processor's transaction, a sink's insert), not the processing, bound the rate.
- * - `live`: a `bulk` member whose first fetch (its position at the end of a live stream) must
- *   answer quickly: an edge listens only once every tail has fetched, and an empty fetch lasts its
- *   whole wait, so it keeps 250 ms.
+ * - `live`: a `bulk` member whose first, empty fetch (an edge listens once every tail's has
+ *   answered) lasts its whole wait: 250 ms.
  * - `restore`: a throwaway reader of a changelog, gone once it has read to the end.
- * A member's fetch waits up to a second for data: the broker answers as soon as any arrives
- * (kafkajs's minBytes is 1), so the wait only sets how often an idle member asks again. At 250 ms
- * the dozen members of an idle pipeline cost it and the broker about twice as much CPU
+ * Fetches wait up to a second: the broker answers as soon as data arrives (minBytes 1), and at
+ * 250 ms an idle pipeline's dozen members cost it and the broker about twice the CPU
  * (benchmarks/README.md, "Idle consumers").
  */
 const MEMBER = {
