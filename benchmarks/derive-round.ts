@@ -12,9 +12,9 @@ import { cliArgs } from '../lib/cli.js';
 import { byVenue, deriveContexts, markedSpan, type VenueMarks } from '../pipeline/derive/marks.js';
 import { periodsBetween } from '../pipeline/derive/periods.js';
 import { recomputePeriod, type MarkedRanges } from '../pipeline/derive/recompute.js';
-import { RoundWrites } from '../pipeline/derive/writes.js';
 import { createDb } from '../postgres/client.js';
 import { benchConfig, cpuSecondsOf, enginePids, machine, round, writeResult } from './lib/harness.js';
+import { deriveRound } from './lib/scratch.js';
 
 const { values: args } = cliArgs(
   'npm run bench:derive-round --',
@@ -47,17 +47,13 @@ const clickhouseCpu = () => cpuSecondsOf({ clickhouse: enginePids().clickhouse }
 
 async function derive(mode: Mode): Promise<{ clickhouseMs: number; pipelineMs: number; wallMs: number }> {
   const [c0, p0, w0] = [clickhouseCpu(), process.cpuUsage(), Date.now()];
-  const writes = new RoundWrites(ch);
-  for (const m of marks) {
+  const work = marks.flatMap((m) => {
     const v = contexts.get(m.venue_id);
-    if (!v) continue;
+    if (!v) return [];
     const ranges = MODES[mode](m);
-    for (const p of periodsBetween(...markedSpan(ranges), v.resetHour, v.timezone)) {
-      await recomputePeriod(ch, v, p, ranges, writes);
-      await writes.flushIfFull();
-    }
-  }
-  await writes.flush();
+    return periodsBetween(...markedSpan(ranges), v.resetHour, v.timezone).map((p) => ({ v, p, ranges }));
+  });
+  await deriveRound(ch, work, ({ v, p, ranges }, out) => recomputePeriod(ch, v, p, ranges, out));
   const p = process.cpuUsage(p0);
   return { clickhouseMs: (clickhouseCpu() - c0) * 1000, pipelineMs: (p.user + p.system) / 1000, wallMs: Date.now() - w0 };
 }

@@ -170,10 +170,11 @@ const MEMBER = {
   readUncommitted: false,
   retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 10_000 },
 };
+const BULK = { ...MEMBER, maxBytesPerPartition: 4 * 1024 * 1024 };
 const CONSUMER_KINDS = {
   member: MEMBER,
-  bulk: { ...MEMBER, maxBytesPerPartition: 4 * 1024 * 1024 },
-  live: { ...MEMBER, maxBytesPerPartition: 4 * 1024 * 1024, maxWaitTimeInMs: 250 },
+  bulk: BULK,
+  live: { ...BULK, maxWaitTimeInMs: 250 },
   restore: { sessionTimeout: 10_000, maxWaitTimeInMs: 100, readUncommitted: false },
 } satisfies Record<string, Omit<ConsumerConfig, 'groupId'>>;
 export type ConsumerKind = keyof typeof CONSUMER_KINDS;

@@ -98,7 +98,7 @@ async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: 
  */
 export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period, out: RoundWrites, seenFrom = p.start): Promise<number> {
   const from = Math.floor(Math.max(seenFrom, p.start) / 1000) * 1000;
-  const whole = async () => writeOccupancy(out, v, await occupancyInput(ch, v, p, p.start), (f) => occupancyPoints(f, p));
+  const whole = async () => addOccupancyChanges(out, v, await occupancyInput(ch, v, p, p.start), (f) => occupancyPoints(f, p));
   if (from === p.start) return whole();
   const before = (i: number) =>
     occupancyBefore(ch, {
@@ -116,11 +116,13 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
     if (i === OCCUPANCY_LOOKBACKS_MS.length || from - OCCUPANCY_LOOKBACKS_MS[i - 1]! <= p.start) return whole();
     base = await before(i);
   }
-  return writeOccupancy(out, v, input, (f, zone) => continuedPoints(f, (zone === undefined ? base.venue : base.zones.get(zone))!.value));
+  return addOccupancyChanges(out, v, input, (f, zone) =>
+    continuedPoints(f, (zone === undefined ? base.venue : base.zones.get(zone))!.value),
+  );
 }
 
 /** Gives `out` the points computed from `input` (by `pointsOf`, per zone or for the venue) where they differ from the stored ones. */
-function writeOccupancy(
+function addOccupancyChanges(
   out: RoundWrites,
   v: VenueDeriveContext,
   { flows, zoneFlows, stored, storedZones }: Awaited<ReturnType<typeof occupancyInput>>,

@@ -15,6 +15,11 @@ import {
 /** Rows a round holds before it writes them out mid-round (a first run or a backfill rewrites many venue days). */
 export const ROUND_WRITE_ROWS = 50_000;
 
+function append<T>(to: T[], rows: readonly T[]): void {
+  // Not push(...rows): a first run's venue day can hold more rows than a call takes arguments.
+  for (const r of rows) to.push(r);
+}
+
 /**
  * What a derive round's recomputations write, gathered and inserted one statement per table: a
  * round over many venues otherwise sends up to four inserts per venue period, and ClickHouse makes
@@ -25,11 +30,6 @@ export const ROUND_WRITE_ROWS = 50_000;
  * it covers, so a round failing in between is redone from the same checkpoint. The caller saves
  * its progress only after the last flush.
  */
-function append<T>(to: T[], rows: readonly T[]): void {
-  // Not push(...rows): a first run's venue day can hold more rows than a call takes arguments.
-  for (const r of rows) to.push(r);
-}
-
 export class RoundWrites {
   private visits: DerivedVisitRow[] = [];
   private occupancy: DerivedOccupancyRow[] = [];
