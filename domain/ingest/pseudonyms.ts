@@ -53,6 +53,14 @@ export class Pseudonyms {
  */
 const MAX_CACHED_PSEUDONYMS = 131_072;
 const cachedPseudonyms = new Map<string, string>();
+/**
+ * The cached entries in the order they came, round a ring: the one under `oldest` goes first. Not
+ * `cachedPseudonyms.keys().next()`: a Map's iterator steps over every entry deleted since the Map
+ * last rehashed, which made each eviction cost up to tens of µs once the cache was full
+ * (benchmarks/README.md#the-pseudonym-cache-once-full-2026-11-28-issue-30).
+ */
+const cacheOrder: Array<string | undefined> = new Array<string | undefined>(MAX_CACHED_PSEUDONYMS);
+let oldest = 0;
 const keyIds = new WeakMap<KeyObject, number>();
 let nextKeyId = 0;
 
@@ -63,7 +71,10 @@ export function pseudonym(key: KeyObject, identifier: string): string {
   let p = cachedPseudonyms.get(entry);
   if (p === undefined) {
     p = createHmac('sha256', key).update(identifier).digest('hex').slice(0, 32);
-    if (cachedPseudonyms.size >= MAX_CACHED_PSEUDONYMS) cachedPseudonyms.delete(cachedPseudonyms.keys().next().value!);
+    const evicted = cacheOrder[oldest];
+    if (evicted !== undefined) cachedPseudonyms.delete(evicted);
+    cacheOrder[oldest] = entry;
+    oldest = (oldest + 1) % MAX_CACHED_PSEUDONYMS;
     cachedPseudonyms.set(entry, p);
   }
   return p;
