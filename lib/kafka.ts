@@ -15,7 +15,7 @@ import {
 } from 'kafkajs';
 import { createRequire } from 'node:module';
 import type { Config } from './config.js';
-import { stopRequestQueueSpin } from './kafkajs-request-queue.js';
+import { mendKafkajs } from './kafkajs-mends.js';
 import type { Logger } from './logger.js';
 
 const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
@@ -75,8 +75,7 @@ function retriedByKafkajs(message: string, error: unknown): boolean {
   return message.startsWith('Response ') && (RETRIABLE_ERRORS.has(String(error)) || HANDLED_ERRORS.has(String(error)));
 }
 
-/** Whether kafkajs's request queues were kept from spinning; false once kafkajs stopped having the method mended. */
-const spinStopped = stopRequestQueueSpin();
+const unmended = mendKafkajs();
 
 export function createKafka(
   cfg: Config,
@@ -85,10 +84,7 @@ export function createKafka(
   retry: RetryOptions = { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 },
 ): Kafka {
   const kafkaLog = log.child({ component: 'kafka' });
-  if (!spinStopped)
-    kafkaLog.warn(
-      'kafkajs changed its request queue: each broker connection may wake its process every millisecond (lib/kafkajs-request-queue.ts)',
-    );
+  for (const warning of unmended) kafkaLog.warn(warning);
   return new Kafka({
     clientId,
     brokers: cfg.KAFKA_BROKERS,

@@ -24,7 +24,8 @@ describe('device pseudonyms, cached for recurring devices', () => {
     // Over twice the bound (131,072): the eviction order wraps round more than once.
     const ids = Array.from({ length: 300_000 }, (_, i) => `dev-${i}`);
     for (const id of ids) pseudonym(key, id);
-    for (const id of [ids[0]!, ids[1]!, ids[140_000]!, ids[262_144]!, ids[299_999]!, 'never-seen']) expect(pseudonym(key, id)).toBe(hmac(key, id));
+    for (const id of [ids[0]!, ids[1]!, ids[140_000]!, ids[262_144]!, ids[299_999]!, 'never-seen'])
+      expect(pseudonym(key, id)).toBe(hmac(key, id));
     for (const id of ids.slice(-1000)) expect(pseudonym(key, id)).toBe(hmac(key, id));
   });
 });
