@@ -53,8 +53,10 @@ export interface FleetOptions {
    */
   idempotencyKeys?: boolean;
   /**
-   * Distinct devices the sightings come from, over the whole fleet (each a recurring visitor);
-   * 0 or absent: every sighting is a device never seen before (the most visits per sighting).
+   * Distinct devices the sightings come from, over the whole fleet (each a recurring visitor of one
+   * sightings venue: the devices are shared out between them, and each venue's requests go through
+   * its share in turn); 0 or absent: every sighting is a device never seen before (the most visits
+   * per sighting).
    */
   devices?: number;
 }
@@ -77,6 +79,8 @@ export class Fleet {
     batchWaits: [],
   };
   private seq = 0;
+  /** Requests built so far per sightings venue, and each one's share of the devices. */
+  private readonly deviceTurns = new Map<FleetTenant, { sent: number; first: number; count: number }>();
   private target = 0;
   private running: Promise<void>[] = [];
 
@@ -100,11 +104,26 @@ export class Fleet {
     await Promise.all(this.running);
   }
 
+  /** A sightings venue's share of the fleet's devices: `devices` split as evenly as it goes between them. */
+  private deviceShare(tenant: FleetTenant): { sent: number; first: number; count: number } {
+    let share = this.deviceTurns.get(tenant);
+    if (!share) {
+      const venues = this.opts.tenants.filter((t) => t.kind === 'devices');
+      const slot = venues.indexOf(tenant);
+      const first = Math.floor((slot * this.opts.devices!) / venues.length);
+      const count = Math.floor(((slot + 1) * this.opts.devices!) / venues.length) - first;
+      this.deviceTurns.set(tenant, (share = { sent: 0, first, count: Math.max(1, count) }));
+    }
+    return share;
+  }
+
   private batch(): { tenant: FleetTenant; body: string; newest: { ts: number; value: number } | null } {
     const n = this.seq++;
     const tenant = this.opts.tenants[n % this.opts.tenants.length]!;
     const now = Date.now();
     let newest: { ts: number; value: number } | null = null;
+    const turn = tenant.kind === 'devices' && this.opts.devices ? this.deviceShare(tenant) : undefined;
+    const start = turn ? turn.sent++ * this.opts.batchSize : 0;
     const events = Array.from({ length: this.opts.batchSize }, (_, i) => {
       const ts = now - (this.opts.batchSize - i) * 10;
       const base = { event_id: `${this.opts.runTag}-${n}-${i}`, timestamp: new Date(ts).toISOString() };
@@ -113,7 +132,7 @@ export class Fleet {
         newest = { ts, value };
         return { ...base, type: 'occupancy', payload: { space_id: 'spc_1', occupancy: value } };
       }
-      const d = this.opts.devices ? (n * this.opts.batchSize + i) % this.opts.devices : 0;
+      const d = turn ? turn.first + ((start + i) % turn.count) : 0;
       const clientMac = this.opts.devices ? mac('06', [d >> 24, d >> 16, d >> 8, d, 0]) : mac('02', [n >> 16, n >> 8, n, i >> 8, i]);
       return { ...base, type: 'device_seen', payload: { clientMac, rssi: 30, radio: 'WiFi' } };
     });
