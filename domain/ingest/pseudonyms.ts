@@ -59,7 +59,7 @@ const cachedPseudonyms = new Map<string, string>();
  * last rehashed, which made each eviction cost up to tens of µs once the cache was full
  * (benchmarks/README.md#the-pseudonym-cache-once-full-2026-11-28-issue-30).
  */
-const cacheOrder: Array<string | undefined> = new Array<string | undefined>(MAX_CACHED_PSEUDONYMS);
+const cacheOrder: string[] = [];
 let oldest = 0;
 const keyIds = new WeakMap<KeyObject, number>();
 let nextKeyId = 0;
@@ -71,10 +71,12 @@ export function pseudonym(key: KeyObject, identifier: string): string {
   let p = cachedPseudonyms.get(entry);
   if (p === undefined) {
     p = createHmac('sha256', key).update(identifier).digest('hex').slice(0, 32);
-    const evicted = cacheOrder[oldest];
-    if (evicted !== undefined) cachedPseudonyms.delete(evicted);
-    cacheOrder[oldest] = entry;
-    oldest = (oldest + 1) % MAX_CACHED_PSEUDONYMS;
+    if (cacheOrder.length < MAX_CACHED_PSEUDONYMS) cacheOrder.push(entry);
+    else {
+      cachedPseudonyms.delete(cacheOrder[oldest]!);
+      cacheOrder[oldest] = entry;
+      oldest = (oldest + 1) % MAX_CACHED_PSEUDONYMS;
+    }
     cachedPseudonyms.set(entry, p);
   }
   return p;
