@@ -220,8 +220,10 @@ const probeVenue = await call('/api/venues', {
 });
 
 const chBench = createCh(cfg);
-// By operator and venue, the raw table's key prefix: the probe polls every 50 ms and must not scan the table each time.
-// Each poll costs ClickHouse ~3 ms of CPU: every 20 ms that was ~6 % of a core taken from the service under test.
+// By operator and venue, the raw table's key prefix: the probe polls and must not scan the table each time.
+// Each poll costs ClickHouse ~1 ms of CPU, which the system's figure counts: every 50 ms that was about 1 µs per
+// event of a default run (827 polls, 0.93 CPU-s); every 250 ms costs a fifth of it, for a lag of 10–30 s measured
+// to within 2 % (benchmarks/README.md, "The bench's own queries").
 const countFor = async (operatorId: string, venueId: string) =>
   Number(
     (
@@ -231,6 +233,9 @@ const countFor = async (operatorId: string, venueId: string) =>
       )
     )[0]?.n ?? 0,
   );
+/** How often the bench asks whether the probe's event is queryable, and whether the sink, the processors and the derive job caught up. */
+const POLL_QUERYABLE_MS = 250;
+const POLL_CAUGHT_UP_MS = 500;
 const countAll = async () => Number((await chRows<{ n: string }>(chBench, chsql`SELECT count() AS n FROM events`))[0]?.n ?? 0);
 
 const latencies: number[] = [];
@@ -329,7 +334,7 @@ async function probe(): Promise<void> {
     probeEvents++;
     const acked = performance.now();
     while ((await countFor(probeOp.operator_id as string, probeVenue.id as string)) <= before && performance.now() - acked < 30_000)
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, POLL_QUERYABLE_MS));
     probeLags.push(performance.now() - acked);
     const wait = 1000 - (performance.now() - sentAt);
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -350,7 +355,8 @@ let stored = 0;
 while (performance.now() - loadEnded < 120_000) {
   stored = await countAll();
   if (stored >= accepted + probeEvents) break;
-  await new Promise((r) => setTimeout(r, 100));
+  // A count of the whole raw table: every 100 ms it cost ClickHouse 0.36 CPU-s of a default run.
+  await new Promise((r) => setTimeout(r, POLL_CAUGHT_UP_MS));
 }
 const drainMs = performance.now() - loadEnded;
 const storedAtSec = await serverNow(chBench);
@@ -377,7 +383,7 @@ for (const name of ['occupancy', 'health']) {
       catchUpMs = round(performance.now() - loadEnded, 0);
       break;
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, POLL_CAUGHT_UP_MS));
   }
   processorLag[name] = { lagMessagesAtLoadEnd: lagAtLoadEnd, lagEventsAtLoadEnd: round(lagAtLoadEnd * eventsPerMessage, 0), catchUpMs };
 }
@@ -389,7 +395,7 @@ while (performance.now() - loadEnded < 300_000) {
     deriveCatchUpMs = round(performance.now() - loadEnded, 0);
     break;
   }
-  await new Promise((r) => setTimeout(r, 200));
+  await new Promise((r) => setTimeout(r, POLL_CAUGHT_UP_MS));
 }
 await kafkaAdmin.disconnect();
 const pipelineRssMb = pipelines.reduce((n, p) => n + rssMbOf(p.child.pid), 0);
