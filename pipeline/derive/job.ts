@@ -133,6 +133,10 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     const started = Date.now();
     const cursor = await progressCursor(ch, name);
     const now = await serverNow(ch);
+    // The first run rebuilds from the events. Marks visible before it reads them stand for events it
+    // reads (a view's rows are written after the raw table's part), so the next round, which reads
+    // the marks of the overlap, leaves them: it recomputed every period of a fresh deployment twice.
+    const covered = cursor === undefined ? await marksSince(ch, now - MARK_OVERLAP_S) : [];
     const fresh = (cursor === undefined ? await allEventsAsMarks(ch) : await marksSince(ch, cursor - MARK_OVERLAP_S)).filter(
       (m) => !seen.has(m.mark_id),
     );
@@ -171,7 +175,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
     await writes.flush();
     await insertCarriedMarks(ch, carriedMarks(left), now);
     await saveProgress(ch, name, now, Date.now());
-    for (const m of fresh) seen.set(m.mark_id, m.inserted_at);
+    for (const m of [...fresh, ...covered]) seen.set(m.mark_id, m.inserted_at);
     for (const [id, at] of seen) if (at < now - 2 * MARK_OVERLAP_S) seen.delete(id);
     if (cursor === undefined || Math.floor(cursor / 3600) !== Math.floor(now / 3600)) await dropOldMarks(ch, now - MARK_KEEP_S);
     stats.rounds++;
