@@ -68,9 +68,11 @@ function continuedPoints(flows: Flow[], from: number): Points {
  */
 export const OCCUPANCY_LOOKBACKS_MS: readonly number[] = [60_000, 3_600_000];
 
-/** What a recomputation of [fromMs, the period's end) reads: the flows (the venue's, each zone's) and the stored points. */
-async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: number) {
-  const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs, toMs: p.end };
+type OccupancyInput = Awaited<ReturnType<typeof occupancyInput>>;
+
+/** What a recomputation of [fromMs, toMs) reads: the flows (the venue's, each zone's) and the stored points. */
+async function occupancyInput(ch: Ch, v: VenueDeriveContext, fromMs: number, toMs: number) {
+  const range = { operatorId: v.operatorId, venueId: v.venueId, fromMs, toMs };
   const [events, stored, storedZones] = await Promise.all([
     periodFlowEvents(ch, range),
     storedOccupancy(ch, range),
@@ -88,6 +90,18 @@ async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: 
   return { flows, zoneFlows, stored, storedZones };
 }
 
+/** The input of two adjoining ranges as one. */
+function joined(a: OccupancyInput, b: OccupancyInput): OccupancyInput {
+  const zoneFlows = new Map(a.zoneFlows);
+  for (const [zone, f] of b.zoneFlows) zoneFlows.set(zone, [...(zoneFlows.get(zone) ?? []), ...f]);
+  return {
+    flows: [...a.flows, ...b.flows],
+    zoneFlows,
+    stored: [...a.stored, ...b.stored],
+    storedZones: [...a.storedZones, ...b.storedZones],
+  };
+}
+
 /**
  * A period's occupancy history from the raw events, the whole venue's (door events) and each area
  * or counter zone's (its own events), given to `out` where it differs from what is stored. A figure
@@ -98,8 +112,8 @@ async function occupancyInput(ch: Ch, v: VenueDeriveContext, p: Period, fromMs: 
  */
 export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Period, out: RoundWrites, seenFrom = p.start): Promise<number> {
   const from = Math.floor(Math.max(seenFrom, p.start) / 1000) * 1000;
-  const whole = async () => addOccupancyChanges(out, v, await occupancyInput(ch, v, p, p.start), (f) => occupancyPoints(f, p));
-  if (from === p.start) return whole();
+  const whole = (input: OccupancyInput) => addOccupancyChanges(out, v, input, (f) => occupancyPoints(f, p));
+  if (from === p.start) return whole(await occupancyInput(ch, v, p.start, p.end));
   const before = (i: number) =>
     occupancyBefore(ch, {
       operatorId: v.operatorId,
@@ -107,13 +121,15 @@ export async function recomputeOccupancy(ch: Ch, v: VenueDeriveContext, p: Perio
       fromMs: Math.max(p.start, from - OCCUPANCY_LOOKBACKS_MS[i]!),
       beforeMs: from,
     });
-  const [input, first] = await Promise.all([occupancyInput(ch, v, p, from), before(0)]);
+  const [input, first] = await Promise.all([occupancyInput(ch, v, from, p.end), before(0)]);
   const known = (b: typeof first) =>
     (input.flows.length === 0 || b.venue !== undefined) && [...input.zoneFlows.keys()].every((z) => b.zones.has(z));
   let base = first;
   for (let i = 1; !known(base); i++) {
     // No further look-back, or the last one already reached the period's start.
-    if (i === OCCUPANCY_LOOKBACKS_MS.length || from - OCCUPANCY_LOOKBACKS_MS[i - 1]! <= p.start) return whole();
+    // The whole period then: only the part before `from` is still to read.
+    if (i === OCCUPANCY_LOOKBACKS_MS.length || from - OCCUPANCY_LOOKBACKS_MS[i - 1]! <= p.start)
+      return whole(joined(await occupancyInput(ch, v, p.start, from), input));
     base = await before(i);
   }
   return addOccupancyChanges(out, v, input, (f, zone) =>
