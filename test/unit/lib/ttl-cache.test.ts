@@ -26,6 +26,37 @@ describe('TtlCache', () => {
     expect([cache.get('a'), cache.get('b'), cache.get('c')]).toEqual([10, undefined, 3]);
   });
 
+  it('evicts in the order entries were set, through replacements, deletions and stale entries, as a plain Map would', () => {
+    // The reference: the Map-order eviction the cache had before its order was kept on the side.
+    let t = 0;
+    const max = 50;
+    const cache = new TtlCache<number, number>({ ttlMs: 40, max, now: () => t });
+    const model = new Map<number, { at: number; value: number }>();
+    let seed = 7;
+    const random = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31), seed % n);
+    for (let i = 0; i < 60_000; i++) {
+      t += random(3);
+      const key = random(i < 30_000 ? 80 : 400);
+      const op = random(10);
+      if (op < 6) {
+        cache.set(key, i);
+        model.delete(key);
+        if (model.size >= max) model.delete(model.keys().next().value!);
+        model.set(key, { at: t, value: i });
+      } else if (op < 7) {
+        cache.delete(key);
+        model.delete(key);
+      } else {
+        const hit = model.get(key);
+        const fresh = hit && t - hit.at < 40 ? hit.value : undefined;
+        if (hit && fresh === undefined) model.delete(key);
+        expect(cache.get(key)).toBe(fresh);
+      }
+      expect(cache.size).toBe(model.size);
+    }
+    for (const [key, { value }] of model) expect(cache.get(key, t)).toBe(t - model.get(key)!.at < 40 ? value : undefined);
+  });
+
   it('shares one load among concurrent callers and keeps its value from when it started', async () => {
     let t = 0;
     const cache = new TtlCache<string, string | undefined>({ ttlMs: 100, now: () => t });
