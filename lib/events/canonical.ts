@@ -77,6 +77,27 @@ export function checkEnvelope(
   };
 }
 
+/** Why the event's own fields (all but the payload) break the contract, or undefined; with an `envelope`, its shared fields are not read. */
+function fieldsError(e: Record<string, unknown>, envelope?: EventEnvelope): string | undefined {
+  let error = uuidError(e, 'id') ?? (envelope ? undefined : idsError(e));
+  if (error !== undefined) return error;
+  if (e.zoneId !== null && (typeof e.zoneId !== 'string' || !UUID.test(e.zoneId))) return 'zoneId: must be a UUID or null';
+  if (!envelope && (error = connectorError(e)) !== undefined) return error;
+  if (typeof e.type !== 'string' || !EVENT_TYPE_SET.has(e.type)) return 'type: must be an event type';
+  if (!isEpochMs(e.ts)) return 'ts: must be epoch milliseconds before 2100';
+  if (!envelope && (error = receivedAtError(e)) !== undefined) return error;
+  if (e.device !== null && (typeof e.device !== 'string' || !DEVICE.test(e.device)))
+    return 'device: must be a device pseudonym (32 hex digits)';
+  if (typeof e.randomizedMac !== 'boolean') return 'randomizedMac: must be a boolean';
+  if (!isRecord(e.metrics)) return 'metrics: must be an object';
+  for (const k of Object.keys(e.metrics)) {
+    const v = e.metrics[k];
+    if (!METRIC_SET.has(k)) return `metrics.${k}: not a metric name`;
+    if (typeof v !== 'number' || !Number.isFinite(v)) return `metrics.${k}: must be a number`;
+  }
+  return undefined;
+}
+
 /**
  * `canonicalEventSchema` checked by hand, for parsed JSON: every consumer checks every event it
  * reads, and this costs a fraction of a zod parse and copies only the top level (unknown keys
@@ -86,39 +107,85 @@ export function checkEnvelope(
  */
 export function checkCanonicalEvent(raw: unknown, envelope?: EventEnvelope): Checked {
   if (!isRecord(raw)) return { error: '(root): must be an object' };
-  const e = raw;
-  let error = uuidError(e, 'id') ?? (envelope ? undefined : idsError(e));
+  const error = fieldsError(raw, envelope);
   if (error !== undefined) return { error };
-  if (e.zoneId !== null && (typeof e.zoneId !== 'string' || !UUID.test(e.zoneId))) return { error: 'zoneId: must be a UUID or null' };
-  if (!envelope && (error = connectorError(e)) !== undefined) return { error };
-  if (typeof e.type !== 'string' || !EVENT_TYPE_SET.has(e.type)) return { error: 'type: must be an event type' };
-  if (!isEpochMs(e.ts)) return { error: 'ts: must be epoch milliseconds before 2100' };
-  if (!envelope && (error = receivedAtError(e)) !== undefined) return { error };
-  if (e.device !== null && (typeof e.device !== 'string' || !DEVICE.test(e.device)))
-    return { error: 'device: must be a device pseudonym (32 hex digits)' };
-  if (typeof e.randomizedMac !== 'boolean') return { error: 'randomizedMac: must be a boolean' };
-  if (!isRecord(e.metrics)) return { error: 'metrics: must be an object' };
-  for (const k of Object.keys(e.metrics)) {
-    const v = e.metrics[k];
-    if (!METRIC_SET.has(k)) return { error: `metrics.${k}: not a metric name` };
-    if (typeof v !== 'number' || !Number.isFinite(v)) return { error: `metrics.${k}: must be a number` };
-  }
-  if (!isRecord(e.payload)) return { error: 'payload: must be an object' };
-  const shared = envelope ?? e;
-  return {
-    event: {
-      id: e.id as string,
-      operatorId: shared.operatorId as string,
-      venueId: shared.venueId as string,
-      zoneId: e.zoneId as string | null,
-      connectorType: shared.connectorType as CanonicalEvent['connectorType'],
-      type: e.type as CanonicalEvent['type'],
-      ts: e.ts,
-      receivedAt: shared.receivedAt as number,
-      device: e.device as string | null,
-      randomizedMac: e.randomizedMac,
-      metrics: e.metrics as CanonicalEvent['metrics'],
-      payload: e.payload,
-    },
-  };
+  if (!isRecord(raw.payload)) return { error: 'payload: must be an object' };
+  return { event: { ...eventFields(raw, envelope ?? raw), payload: raw.payload } };
 }
+
+const eventFields = (e: Record<string, unknown>, shared: Record<string, unknown> | EventEnvelope) => ({
+  id: e.id as string,
+  operatorId: shared.operatorId as string,
+  venueId: shared.venueId as string,
+  zoneId: e.zoneId as string | null,
+  connectorType: shared.connectorType as CanonicalEvent['connectorType'],
+  type: e.type as CanonicalEvent['type'],
+  ts: e.ts as number,
+  receivedAt: shared.receivedAt as number,
+  device: e.device as string | null,
+  randomizedMac: e.randomizedMac as boolean,
+  metrics: e.metrics as CanonicalEvent['metrics'],
+});
+
+/**
+ * A canonical event as a consumer of the events topic reads it: the payload as the JSON text it
+ * travels as (lib/events/wire.ts), not parsed: the sink stores it as text and nobody else reads it.
+ * `JSON.stringify` gives the canonical event, payload parsed (a dead letter, a log line).
+ */
+export class TopicEvent {
+  constructor(
+    readonly id: string,
+    readonly operatorId: string,
+    readonly venueId: string,
+    readonly zoneId: string | null,
+    readonly connectorType: CanonicalEvent['connectorType'],
+    readonly type: CanonicalEvent['type'],
+    readonly ts: number,
+    readonly receivedAt: number,
+    readonly device: string | null,
+    readonly randomizedMac: boolean,
+    readonly metrics: CanonicalEvent['metrics'],
+    /** The payload object's JSON text. */
+    readonly payloadJson: string,
+  ) {}
+
+  toJSON(): CanonicalEvent {
+    const { payloadJson, ...fields } = this;
+    return { ...fields, payload: JSON.parse(payloadJson) as CanonicalEvent['payload'] };
+  }
+}
+
+const topicEvent = (f: ReturnType<typeof eventFields>, payloadJson: string) =>
+  new TopicEvent(
+    f.id,
+    f.operatorId,
+    f.venueId,
+    f.zoneId,
+    f.connectorType,
+    f.type,
+    f.ts,
+    f.receivedAt,
+    f.device,
+    f.randomizedMac,
+    f.metrics,
+    payloadJson,
+  );
+
+export type CheckedTopic = { event: TopicEvent; error?: undefined } | { event?: undefined; error: string };
+
+/**
+ * An element of an events message whose payload travels apart, as JSON text: its own fields
+ * checked as `checkCanonicalEvent` checks them, the payload only for being an object's text (the
+ * api wrote it with JSON.stringify; the sink stores it as it is and nobody parses it on the way).
+ */
+export function checkTopicElement(raw: unknown, envelope: EventEnvelope, payloadJson: string): CheckedTopic {
+  if (!isRecord(raw)) return { error: '(root): must be an object' };
+  const error = fieldsError(raw, envelope);
+  if (error !== undefined) return { error };
+  if (payloadJson.charCodeAt(0) !== 123 /* { */ || payloadJson.charCodeAt(payloadJson.length - 1) !== 125 /* } */)
+    return { error: 'payload: must be an object' };
+  return { event: topicEvent(eventFields(raw, envelope), payloadJson) };
+}
+
+/** A checked canonical event as a topic consumer holds it (messages in the older form, dead letters replayed). */
+export const asTopicEvent = (e: CanonicalEvent): TopicEvent => topicEvent(e, JSON.stringify(e.payload));

@@ -1,5 +1,15 @@
 import type { z } from 'zod';
-import { checkCanonicalEvent, checkEnvelope, isRecord, type CanonicalEvent, type Checked, type EventEnvelope } from './canonical.js';
+import {
+  asTopicEvent,
+  checkCanonicalEvent,
+  checkEnvelope,
+  checkTopicElement,
+  isRecord,
+  type CanonicalEvent,
+  type CheckedTopic,
+  type EventEnvelope,
+  type TopicEvent,
+} from './canonical.js';
 import type { EventType } from './vocabulary.js';
 
 /**
@@ -8,18 +18,23 @@ import type { EventType } from './vocabulary.js';
  */
 
 /*
- * An events-topic message holds a run of one ingest request's events for one venue, in order, as
- * JSON: an envelope `{operatorId, venueId, connectorType, receivedAt, events: [...]}` stating the
- * fields the request's events share once, each element of `events` holding the rest of a canonical
- * event. A JSON array of whole canonical events, or a single one as an object, is read too (the
- * sink dead-letters one event that way, so replaying a dead letter repeats nothing). Runs of about
- * 32 KB, not one event per message: Kafka clients, the sink and the processors pay their
- * per-message costs once per run. Not one message per request either: on V8 a string or buffer
- * over 128 KB is a large object, allocated and page-faulted on its own, which makes a whole
- * request several times dearer to handle than the same events in runs
- * (docs/events.md#the-canonical-event-kafka-topic-prefixeventsv1). Each message carries the
- * distinct event types it holds in the `event-types` header, so a consumer that wants a few types
- * skips the others unread.
+ * An events-topic message holds a run of one ingest request's events for one venue, in order: an
+ * envelope `{operatorId, venueId, connectorType, receivedAt, payloads: "lines", events: [...]}` as
+ * one line of JSON stating the fields the request's events share once, each element of `events`
+ * holding the rest of a canonical event but its payload; then, after a line break each, the
+ * elements' payloads as JSON, in the same order. Only the sink uses a payload, as the text it
+ * stores: apart, nobody parses one (the edge and the processors read the envelope alone), and the
+ * sink does not stringify again what it just parsed (benchmarks/README.md, "Payloads after the
+ * envelope"). JSON.stringify writes no raw line break, so the lines split safely. The envelope
+ * without `payloads`, each element with its `payload` (messages written before), a JSON array of
+ * whole canonical events, or a single one as an object, are read too (the sink dead-letters one
+ * event that way, so replaying a dead letter repeats nothing). Runs of about 32 KB, not one event
+ * per message: Kafka clients, the sink and the processors pay their per-message costs once per
+ * run. Not one message per request either: on V8 a string or buffer over 128 KB is a large object,
+ * allocated and page-faulted on its own, which makes a whole request several times dearer to
+ * handle than the same events in runs (docs/events.md#the-canonical-event-kafka-topic-prefixeventsv1).
+ * Each message carries the distinct event types it holds in the `event-types` header, so a consumer
+ * that wants a few types skips the others unread.
  */
 export const EVENT_TYPES_HEADER = 'event-types';
 /** No message is larger, unless a single event is: well below V8's large-object size even as a two-byte string. */
@@ -36,10 +51,13 @@ export interface EventMessage {
 const sameEnvelope = (a: CanonicalEvent, b: CanonicalEvent) =>
   a.operatorId === b.operatorId && a.venueId === b.venueId && a.connectorType === b.connectorType && a.receivedAt === b.receivedAt;
 
-/** A run of events sharing one envelope, as a message value. */
-function envelopeJson(run: CanonicalEvent[]): Buffer {
+/** The envelope's `payloads` when the payloads follow it as lines. */
+const PAYLOAD_LINES = 'lines';
+
+/** A run of events sharing one envelope, as a message value: the envelope's line, then a payload's line per event. */
+function envelopeValue(run: CanonicalEvent[]): Buffer {
   const { operatorId, venueId, connectorType, receivedAt } = run[0]!;
-  const events = run.map(({ id, zoneId, type, ts, device, randomizedMac, metrics, payload }) => ({
+  const events = run.map(({ id, zoneId, type, ts, device, randomizedMac, metrics }) => ({
     id,
     zoneId,
     type,
@@ -47,9 +65,10 @@ function envelopeJson(run: CanonicalEvent[]): Buffer {
     device,
     randomizedMac,
     metrics,
-    payload,
   }));
-  return Buffer.from(JSON.stringify({ operatorId, venueId, connectorType, receivedAt, events }));
+  let text = JSON.stringify({ operatorId, venueId, connectorType, receivedAt, payloads: PAYLOAD_LINES, events });
+  for (const e of run) text += `\n${JSON.stringify(e.payload)}`;
+  return Buffer.from(text);
 }
 
 /** The messages for one venue's events, in order (a new message wherever the shared fields change). */
@@ -60,7 +79,7 @@ export function encodeEventMessages(events: CanonicalEvent[]): EventMessage[] {
     let end = i + 1;
     while (end < events.length && end - i < run && sameEnvelope(events[i]!, events[end]!)) end++;
     const chunk = events.slice(i, end);
-    const value = envelopeJson(chunk);
+    const value = envelopeValue(chunk);
     // Resized runs shrink strictly (a run over the limit is more than twice the target), down to one event.
     run = Math.max(1, Math.floor((chunk.length * TARGET_EVENT_MESSAGE_BYTES) / value.length));
     if (value.length > MAX_EVENT_MESSAGE_BYTES && chunk.length > 1) continue;
@@ -73,7 +92,7 @@ export function encodeEventMessages(events: CanonicalEvent[]): EventMessage[] {
 }
 
 /** One event of a message: canonical, or why not (with the element as sent, for the dead-letter topic). */
-export type DecodedEvent = { event: CanonicalEvent; error?: undefined; raw: unknown } | { event?: undefined; error: string; raw: unknown };
+export type DecodedEvent = { event: TopicEvent; error?: undefined; raw: unknown } | { event?: undefined; error: string; raw: unknown };
 
 interface ParsedMessage {
   elements: unknown[];
@@ -83,39 +102,70 @@ interface ParsedMessage {
   envelope?: EventEnvelope;
   /** Why the shared fields are not valid (every element fails with it). */
   envelopeError?: string;
+  /** The elements' payloads as JSON text, when they follow the envelope as lines. */
+  payloads?: string[];
 }
 
 function parseMessage(value: Buffer | null): ParsedMessage {
   if (!value) throw new Error('empty message');
-  const json: unknown = JSON.parse(value.toString('utf8'));
+  const text = value.toString('utf8');
+  const lines = text.indexOf('\n');
+  const json: unknown = lines < 0 ? JSON.parse(text) : (envelopeLine(text.slice(0, lines)) ?? JSON.parse(text));
   if (Array.isArray(json)) return { elements: json, shared: null };
   if (isRecord(json) && Array.isArray(json.events)) {
     const { envelope, error } = checkEnvelope(json);
-    return { elements: json.events, shared: json, envelope, envelopeError: error };
+    if (json.payloads !== PAYLOAD_LINES) return { elements: json.events, shared: json, envelope, envelopeError: error };
+    const payloads = lines < 0 ? [] : text.slice(lines + 1).split('\n');
+    const count =
+      payloads.length === json.events.length ? undefined : `payloads: ${payloads.length} lines for ${json.events.length} events`;
+    return { elements: json.events, shared: json, envelope, envelopeError: error ?? count, payloads };
   }
   return { elements: [json], shared: null };
 }
 
-/** An element checked against the contract, its envelope's fields taken from the message. */
-function checkElement(m: ParsedMessage, raw: unknown): Checked {
-  if (m.envelopeError !== undefined) return { error: m.envelopeError };
-  return checkCanonicalEvent(raw, m.envelope);
+/** The first line as an envelope whose payloads follow it; undefined when it is not one (JSON written over several lines). */
+function envelopeLine(line: string): unknown {
+  try {
+    const json: unknown = JSON.parse(line);
+    return isRecord(json) && json.payloads === PAYLOAD_LINES ? json : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
-/** An element as a whole event on its own (a dead letter): the envelope's fields added back. */
-function wholeElement(m: ParsedMessage, raw: unknown): unknown {
+/** An element checked against the contract, its envelope's fields taken from the message. */
+function checkElement(m: ParsedMessage, raw: unknown, i: number): CheckedTopic {
+  if (m.envelopeError !== undefined) return { error: m.envelopeError };
+  if (m.payloads) return checkTopicElement(raw, m.envelope!, m.payloads[i]!);
+  const { event, error } = checkCanonicalEvent(raw, m.envelope);
+  return event ? { event: asTopicEvent(event) } : { error: error! };
+}
+
+/** An element as a whole event on its own (a dead letter): the envelope's fields and its payload added back. */
+function wholeElement(m: ParsedMessage, raw: unknown, i: number): unknown {
   if (!m.shared || !isRecord(raw)) return raw;
   const { operatorId, venueId, connectorType, receivedAt } = m.shared;
-  return { ...raw, operatorId, venueId, connectorType, receivedAt };
+  const line = m.payloads?.[i];
+  return line === undefined
+    ? { ...raw, operatorId, venueId, connectorType, receivedAt }
+    : { ...raw, operatorId, venueId, connectorType, receivedAt, payload: parsedOr(line) };
 }
 
-/** Every event of a message, each checked against the contract. Throws when the bytes are not JSON. */
+const parsedOr = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+};
+
+/** Every event of a message, each checked against the contract. Throws when the envelope (or the whole value) is not JSON. */
 export function decodeEventMessage(value: Buffer | null): DecodedEvent[] {
   const m = parseMessage(value);
-  return m.elements.map((raw): DecodedEvent => {
-    const { event, error } = checkElement(m, raw);
-    // A valid event is its own dead letter, should its venue refuse it.
-    return event ? { event, raw: m.shared ? event : raw } : { error: error!, raw: wholeElement(m, raw) };
+  return m.elements.map((raw, i): DecodedEvent => {
+    const { event, error } = checkElement(m, raw, i);
+    // A valid event is its own dead letter, should its venue refuse it (JSON.stringify gives it whole).
+    return event ? { event, raw: m.shared ? event : raw } : { error: error!, raw: wholeElement(m, raw, i) };
   });
 }
 
@@ -134,16 +184,17 @@ function typesOf(headers: Record<string, unknown> | undefined): string[] | null 
 export function decodeEventsOfTypes(
   message: { value: Buffer | null; headers?: Record<string, unknown> },
   types: ReadonlySet<EventType>,
-): { events: CanonicalEvent[]; invalid: number } {
-  const events: CanonicalEvent[] = [];
+): { events: TopicEvent[]; invalid: number } {
+  const events: TopicEvent[] = [];
   let invalid = 0;
   const declared = typesOf(message.headers);
   if (declared && !declared.some((t) => types.has(t as EventType))) return { events, invalid };
   const m = parseMessage(message.value);
-  for (const raw of m.elements) {
+  for (let i = 0; i < m.elements.length; i++) {
+    const raw = m.elements[i];
     const type = typeof raw === 'object' && raw !== null ? (raw as { type?: unknown }).type : undefined;
     if (typeof type === 'string' && !types.has(type as EventType)) continue;
-    const { event } = checkElement(m, raw);
+    const { event } = checkElement(m, raw, i);
     if (event) events.push(event);
     else invalid++;
   }

@@ -1,5 +1,5 @@
 import { encodeOccupancyUpdate, type OccupancyUpdate } from '../../lib/events/derived.js';
-import { type CanonicalEvent } from '../../lib/events/canonical.js';
+import { type TopicEvent } from '../../lib/events/canonical.js';
 import { nextPeriodStart, periodStart } from '../../domain/telemetry/calendar.js';
 import { flowOf } from '../../domain/analytics/occupancy-rule.js';
 import { eventsOfTypes, type Effects, type InputMessage, type Processor, type ProcessorContext } from './processor.js';
@@ -73,7 +73,7 @@ interface Change {
 
 /** The change an event makes to occupancy, or undefined when it makes none. */
 async function changeOf(
-  e: CanonicalEvent,
+  e: TopicEvent,
   venues: VenueLookup,
   known: Map<string, VenueInfo>,
   reloaded: Set<string>,

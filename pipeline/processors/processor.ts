@@ -1,5 +1,5 @@
 import { decodeEventsOfTypes } from '../../lib/events/wire.js';
-import { type CanonicalEvent } from '../../lib/events/canonical.js';
+import { type TopicEvent } from '../../lib/events/canonical.js';
 import { type EventType } from '../../lib/events/vocabulary.js';
 import type { Logger } from '../../lib/logger.js';
 
@@ -66,8 +66,8 @@ export function eventsOfTypes(
   types: ReadonlySet<EventType>,
   ctx: ProcessorContext,
   processor: string,
-): CanonicalEvent[] {
-  const events: CanonicalEvent[] = [];
+): TopicEvent[] {
+  const events: TopicEvent[] = [];
   for (const m of messages) {
     try {
       const got = decodeEventsOfTypes(m, types);

@@ -1,4 +1,4 @@
-import type { CanonicalEvent } from '../../lib/events/canonical.js';
+import type { CanonicalEvent, TopicEvent } from '../../lib/events/canonical.js';
 import type { EventRow } from '../../clickhouse/queries/events.js';
 import { dayString, localDayNumber } from '../../domain/telemetry/calendar.js';
 
@@ -16,7 +16,8 @@ export interface Placement {
   retentionDays: number;
 }
 
-export function toRow(e: CanonicalEvent, origin: Origin, place: Placement): EventRow {
+/** An event's raw row; one read from the topic keeps its payload's text as it travelled. */
+export function toRow(e: TopicEvent | CanonicalEvent, origin: Origin, place: Placement): EventRow {
   const metrics = Object.entries(e.metrics) as Array<[string, number]>;
   return {
     event_id: e.id,
@@ -33,7 +34,7 @@ export function toRow(e: CanonicalEvent, origin: Origin, place: Placement): Even
     randomized_mac: e.randomizedMac ? 1 : 0,
     metric_names: metrics.map(([k]) => k),
     metric_values: metrics.map(([, v]) => v),
-    payload: JSON.stringify(e.payload),
+    payload: 'payloadJson' in e ? e.payloadJson : JSON.stringify(e.payload),
     retention_days: place.retentionDays,
     kafka_topic: origin.topic,
     kafka_partition: origin.partition,

@@ -38,7 +38,7 @@ export class EventTap {
           return;
         }
         for (const { event } of decoded)
-          if (event) tap.seen.push({ event, raw: message.value!, key: message.key?.toString() ?? '', partition });
+          if (event) tap.seen.push({ event: event.toJSON(), raw: message.value!, key: message.key?.toString() ?? '', partition });
       },
     });
     return tap;

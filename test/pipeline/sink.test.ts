@@ -251,11 +251,15 @@ describe('events sink', () => {
     const receivedAt = Date.now();
     const good = workload({ operatorId: t.operatorId, venueIds: [venueId] }, 6).map((e) => ({ ...e, receivedAt }));
     const [message] = encodeEventMessages(good);
-    const sent = JSON.parse(message!.value.toString()) as { events: Array<Record<string, unknown>> };
+    // The envelope's line, then a payload's line per element (lib/events/wire.ts).
+    const [envelopeLine, ...payloads] = message!.value.toString().split('\n');
+    const sent = JSON.parse(envelopeLine!) as { events: Array<Record<string, unknown>> };
     expect(sent.events).toHaveLength(6);
     const bad = { ...sent.events[0]!, id: randomUUID(), device: 'AA:BB:CC:DD:EE:FF' };
     sent.events.splice(2, 0, bad);
-    await h.producer.send({ topic: h.topics.events, acks: -1, messages: [{ key: venueId, value: JSON.stringify(sent) }] });
+    payloads.splice(2, 0, payloads[0]!);
+    const value = [JSON.stringify(sent), ...payloads].join('\n');
+    await h.producer.send({ topic: h.topics.events, acks: -1, messages: [{ key: venueId, value }] });
     const g = group();
     const s = await startSink(h, g);
     try {
@@ -269,6 +273,7 @@ describe('events sink', () => {
     expect(letter!.headers![DLQ_HEADERS.index]!.toString()).toBe('2');
     expect(JSON.parse(letter!.value!.toString())).toEqual({
       ...bad,
+      payload: good[0]!.payload,
       operatorId: t.operatorId,
       venueId,
       connectorType: good[0]!.connectorType,

@@ -10,7 +10,7 @@ import {
   MAX_EVENT_MESSAGE_BYTES,
 } from '../../../lib/events/wire.js';
 import { MAX_TS_MS, METRIC_NAMES } from '../../../lib/events/vocabulary.js';
-import { event } from '../support/events.js';
+import { event, plain } from '../support/events.js';
 
 const operatorId = randomUUID();
 const venueId = randomUUID();
@@ -27,7 +27,7 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
     const [one, ...rest] = encodeEventMessages(small);
     expect(rest).toEqual([]);
     expect(one!.headers[EVENT_TYPES_HEADER]).toBe('entry,exit');
-    expect(decodeEventMessage(one!.value).map((d) => d.event)).toEqual(small);
+    expect(plain(decodeEventMessage(one!.value).map((d) => d.event))).toEqual(small);
 
     // 1,000 events with 2 KB payloads (about 2.3 MB) and 1,000 typical ones (about 400 KB): every
     // message well below V8's large-object size (128 KB), none nearly empty, the order kept.
@@ -51,9 +51,9 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
     // The header says no flows: the value is not even parsed.
     expect(decodeEventsOfTypes({ value: Buffer.from('not json'), headers: sightings!.headers }, flows)).toEqual({ events: [], invalid: 0 });
     const entry = at(1, { type: 'entry' });
-    expect(decodeEventsOfTypes({ value: Buffer.from(JSON.stringify(entry)) }, flows)).toEqual({ events: [entry], invalid: 0 });
+    expect(plain(decodeEventsOfTypes({ value: Buffer.from(JSON.stringify(entry)) }, flows))).toEqual({ events: [entry], invalid: 0 });
     const mixed = Buffer.from(JSON.stringify([at(2, { type: 'environment' }), entry, { type: 'exit', ts: 'soon' }]));
-    expect(decodeEventsOfTypes({ value: mixed }, flows)).toEqual({ events: [entry], invalid: 1 });
+    expect(plain(decodeEventsOfTypes({ value: mixed }, flows))).toEqual({ events: [entry], invalid: 1 });
     expect(() => decodeEventMessage(Buffer.from('{"truncated'))).toThrow();
   });
 
@@ -62,23 +62,43 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
     const events = [at(0), at(1, { zoneId: randomUUID() }), at(2, { venueId: other }), at(3, { venueId: other, receivedAt: 5 })];
     const messages = encodeEventMessages(events);
     // A new message wherever operator, venue, connector or receivedAt change.
-    expect(messages.map((m) => decodeEventMessage(m.value).map((d) => d.event))).toEqual([
+    expect(plain(messages.map((m) => decodeEventMessage(m.value).map((d) => d.event)))).toEqual([
       [events[0], events[1]],
       [events[2]],
       [events[3]],
     ]);
-    const sent = JSON.parse(messages[0]!.value.toString());
-    expect(sent).toMatchObject({ operatorId, venueId, connectorType: events[0]!.connectorType, receivedAt: events[0]!.receivedAt });
+    // The envelope's line, then each element's payload on a line of its own.
+    const [envelopeLine, ...payloadLines] = messages[0]!.value.toString().split('\n');
+    const sent = JSON.parse(envelopeLine!);
+    expect(sent).toMatchObject({
+      operatorId,
+      venueId,
+      connectorType: events[0]!.connectorType,
+      receivedAt: events[0]!.receivedAt,
+      payloads: 'lines',
+    });
     for (const element of sent.events)
-      expect(Object.keys(element).sort()).toEqual(['device', 'id', 'metrics', 'payload', 'randomizedMac', 'ts', 'type', 'zoneId']);
+      expect(Object.keys(element).sort()).toEqual(['device', 'id', 'metrics', 'randomizedMac', 'ts', 'type', 'zoneId']);
+    expect(payloadLines).toEqual([JSON.stringify(events[0]!.payload), JSON.stringify(events[1]!.payload)]);
+    const withLines = (envelope: unknown, lines = payloadLines) => Buffer.from([JSON.stringify(envelope), ...lines].join('\n'));
 
     // The envelope is checked once: a bad shared field fails every element with its reason.
-    const bad = Buffer.from(JSON.stringify({ ...sent, venueId: 'nope' }));
+    const bad = withLines({ ...sent, venueId: 'nope' });
     expect(decodeEventMessage(bad).map((d) => d.error)).toEqual(['venueId: must be a UUID', 'venueId: must be a UUID']);
-    // A bad element fails alone; its dead letter is a whole event, readable on its own.
-    const mixed = Buffer.from(JSON.stringify({ ...sent, events: [sent.events[0], { ...sent.events[1], ts: 'soon' }] }));
+    // So does a payload line too many or too few, and a payload that is not an object's text.
+    expect(decodeEventMessage(withLines(sent, payloadLines.slice(1))).map((d) => d.error)).toEqual([
+      'payloads: 1 lines for 2 events',
+      'payloads: 1 lines for 2 events',
+    ]);
+    expect(decodeEventMessage(withLines(sent, ['[1]', payloadLines[1]!])).map((d) => d.error ?? 'ok')).toEqual([
+      'payload: must be an object',
+      'ok',
+    ]);
+    // A bad element fails alone; its dead letter is a whole event, its payload back in it, readable on its own.
+    const mixed = withLines({ ...sent, events: [sent.events[0], { ...sent.events[1], ts: 'soon' }] });
     const [good, broken] = decodeEventMessage(mixed);
-    expect(good!.event).toEqual(events[0]);
+    expect(plain(good!.event)).toEqual(events[0]);
+    expect(plain(good!.raw)).toEqual(events[0]);
     expect(broken!.error).toBe('ts: must be epoch milliseconds before 2100');
     const letter = decodeEventMessage(Buffer.from(JSON.stringify(broken!.raw)));
     expect(letter).toEqual([
@@ -86,6 +106,7 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
         error: 'ts: must be epoch milliseconds before 2100',
         raw: {
           ...sent.events[1],
+          payload: events[1]!.payload,
           ts: 'soon',
           operatorId,
           venueId,
@@ -95,12 +116,30 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
       },
     ]);
     // The element's own copies of the shared fields do not override the envelope.
-    const spoofed = Buffer.from(JSON.stringify({ ...sent, events: [{ ...sent.events[0], operatorId: other, venueId: other }] }));
-    expect(decodeEventMessage(spoofed)[0]!.event).toEqual(events[0]);
-    expect(decodeEventsOfTypes({ value: mixed }, new Set(['device_seen', 'entry', 'exit', 'occupancy', 'environment'] as const))).toEqual({
+    const spoofed = withLines({ ...sent, events: [{ ...sent.events[0], operatorId: other, venueId: other }] }, payloadLines.slice(0, 1));
+    expect(plain(decodeEventMessage(spoofed)[0]!.event)).toEqual(events[0]);
+    expect(
+      plain(decodeEventsOfTypes({ value: mixed }, new Set(['device_seen', 'entry', 'exit', 'occupancy', 'environment'] as const))),
+    ).toEqual({
       events: [events[0]],
       invalid: 1,
     });
+  });
+
+  it('read messages in the form before the payloads followed the envelope, and JSON written over several lines', () => {
+    const events = [at(0, { payload: { rssi: -60, ssid: 'Guest\nnet' } }), at(1, { type: 'entry', metrics: { entries: 1 } })];
+    const before = { operatorId, venueId, connectorType: events[0]!.connectorType, receivedAt: events[0]!.receivedAt, events };
+    const asSent = Buffer.from(JSON.stringify(before));
+    expect(plain(decodeEventMessage(asSent).map((d) => d.event))).toEqual(events);
+    expect(plain(decodeEventsOfTypes({ value: asSent }, new Set(['entry'] as const)).events)).toEqual([events[1]]);
+    // The same with its payloads as they travel now: the sink stores the text it got, the same text.
+    const [now] = encodeEventMessages(events);
+    expect(decodeEventMessage(now!.value).map((d) => d.event!.payloadJson)).toEqual(
+      decodeEventMessage(asSent).map((d) => d.event!.payloadJson),
+    );
+    // Line breaks between JSON tokens are not payload lines.
+    expect(plain(decodeEventMessage(Buffer.from(JSON.stringify(before, null, 2))).map((d) => d.event))).toEqual(events);
+    expect(plain(decodeEventMessage(Buffer.from(JSON.stringify(events, null, 2))).map((d) => d.event))).toEqual(events);
   });
 
   it('check events by hand exactly as the contract’s zod schema does, on generated JSON', () => {

@@ -16,3 +16,6 @@ export function event(e: Pick<CanonicalEvent, 'operatorId' | 'venueId' | 'ts'> &
     ...e,
   };
 }
+
+/** Decoded events as plain JSON: a topic event gives the canonical event, its payload parsed. */
+export const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v));
