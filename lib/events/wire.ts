@@ -129,6 +129,7 @@ function envelopeLine(line: string): unknown {
     const json: unknown = JSON.parse(line);
     return isRecord(json) && json.payloads === PAYLOAD_LINES ? json : undefined;
   } catch {
+    // Not an error here: the caller parses the whole value next, and that parse reports what is wrong.
     return undefined;
   }
 }
@@ -151,6 +152,7 @@ function wholeElement(m: ParsedMessage, raw: unknown, i: number): unknown {
     : { ...raw, operatorId, venueId, connectorType, receivedAt, payload: parsedOr(line) };
 }
 
+/** A dead letter's payload: parsed, or the line as it came when it is not JSON (the letter's error names why it was refused). */
 const parsedOr = (text: string): unknown => {
   try {
     return JSON.parse(text);
