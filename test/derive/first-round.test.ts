@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chRows, chsql, type Ch } from '../../clickhouse/client.js';
+import type { Ch } from '../../clickhouse/client.js';
 import { insertEvents } from '../../clickhouse/queries/events.js';
 import type { CanonicalEvent } from '../../lib/events/canonical.js';
 import { createLogger } from '../../lib/logger.js';
@@ -9,7 +9,7 @@ import type { Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
 import { deviceId, event, newVenue } from '../processors/harness.js';
 import { MINUTE, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
-import { scratchDatabase, type ScratchDatabase } from './scratch-database.js';
+import { scratchDatabase, storedFigures, type ScratchDatabase } from './scratch-database.js';
 
 /**
  * The derive job's first round in a database (no progress yet) rebuilds every venue period from
@@ -41,21 +41,6 @@ const store = (events: CanonicalEvent[]) =>
       toRow(e, { topic: 'first-round', partition: 0, offset: String(offset++), index: 0 }, { timezone: TZ, retentionDays: 365 }),
     ),
   );
-
-/** Each venue's live visits and last occupancy figure, as stored. */
-async function figures(): Promise<Map<string, { visits: number; occupancy: number }>> {
-  const rows = await chRows<{ venue_id: string; visits: string; occupancy: string }>(
-    ch,
-    chsql`SELECT v.venue_id AS venue_id, toString(v.visits) AS visits, toString(o.value) AS occupancy
-            FROM (SELECT venue_id, count() AS visits
-                    FROM (SELECT venue_id, zone_id, device, start_ms, argMax(live, version) AS alive
-                            FROM derived_visits GROUP BY venue_id, zone_id, device, start_ms HAVING alive = 1)
-                   GROUP BY venue_id) AS v
-            ANY LEFT JOIN (SELECT venue_id, argMax(value, toUInt64(ts) * 1000 + ts_ms) AS value FROM derived_occupancy GROUP BY venue_id) AS o
-            USING venue_id`,
-  );
-  return new Map(rows.map((r) => [r.venue_id, { visits: Number(r.visits), occupancy: Number(r.occupancy) }]));
-}
 
 describe('the first derive round of a database', () => {
   it('rebuilds from the stored events; the next round recomputes only periods with events stored since', async () => {
@@ -92,7 +77,7 @@ describe('the first derive round of a database', () => {
     const rebuilt = { ...job.stats };
     expect(rebuilt.visitPeriods).toBe(2);
     expect(rebuilt.occupancyPeriods).toBe(2);
-    let got = await figures();
+    let got = await storedFigures(ch);
     for (const [i, { v }] of venues.entries()) expect(got.get(v.venueId)).toEqual(expected(i));
 
     // The events' marks are within the next round's overlap, but the rebuild read their events.
@@ -108,7 +93,7 @@ describe('the first derive round of a database', () => {
     await job.runOnce();
     expect(job.stats.failures).toBe(0);
     expect(job.stats.occupancyPeriods).toBe(3);
-    got = await figures();
+    got = await storedFigures(ch);
     expect(got.get(second.v.venueId)).toEqual(expected(1));
     expect(expected(1).occupancy).toBe(1);
     expect(got.get(venues[0]!.v.venueId)).toEqual(expected(0));

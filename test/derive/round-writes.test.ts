@@ -8,7 +8,7 @@ import type { Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
 import { deviceId, event, newVenue } from '../processors/harness.js';
 import { MINUTE, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
-import { scratchDatabase, type ScratchDatabase } from './scratch-database.js';
+import { scratchDatabase, storedFigures, type ScratchDatabase } from './scratch-database.js';
 
 /**
  * A derive round writes what all its venue periods changed in one insert per table
@@ -91,17 +91,7 @@ describe('a derive round over several venues', () => {
     const after = await blocks();
     for (const table of Object.keys(before)) expect({ table, inserts: after[table]! - before[table]! }).toEqual({ table, inserts: 1 });
 
-    const stored = await chRows<{ venue_id: string; visits: string; occupancy: string }>(
-      ch,
-      chsql`SELECT v.venue_id AS venue_id, toString(v.visits) AS visits, toString(o.value) AS occupancy
-              FROM (SELECT venue_id, count() AS visits
-                      FROM (SELECT venue_id, zone_id, device, start_ms, argMax(live, version) AS alive
-                              FROM derived_visits GROUP BY venue_id, zone_id, device, start_ms HAVING alive = 1)
-                     GROUP BY venue_id) AS v
-              ANY LEFT JOIN (SELECT venue_id, argMax(value, toUInt64(ts) * 1000 + ts_ms) AS value FROM derived_occupancy GROUP BY venue_id) AS o
-              USING venue_id`,
-    );
-    const got = new Map(stored.map((r) => [r.venue_id, { visits: Number(r.visits), occupancy: Number(r.occupancy) }]));
+    const got = await storedFigures(ch);
     for (const e of expected) expect({ venueId: e.venueId, ...got.get(e.venueId) }).toEqual(e);
     expect(expected.map((e) => e.visits)).toEqual([1, 2, 3, 4]);
   }, 120_000);

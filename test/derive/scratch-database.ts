@@ -1,4 +1,4 @@
-import { createCh, type Ch } from '../../clickhouse/client.js';
+import { chRows, chsql, createCh, type Ch } from '../../clickhouse/client.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { createDb, type Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
@@ -33,4 +33,19 @@ export async function scratchDatabase(tag: string): Promise<ScratchDatabase> {
       await db.end();
     },
   };
+}
+
+/** Each venue's live visits and last occupancy figure, as the derive job stored them. */
+export async function storedFigures(ch: Ch): Promise<Map<string, { visits: number; occupancy: number }>> {
+  const rows = await chRows<{ venue_id: string; visits: string; occupancy: string }>(
+    ch,
+    chsql`SELECT v.venue_id AS venue_id, toString(v.visits) AS visits, toString(o.value) AS occupancy
+            FROM (SELECT venue_id, count() AS visits
+                    FROM (SELECT venue_id, zone_id, device, start_ms, argMax(live, version) AS alive
+                            FROM derived_visits GROUP BY venue_id, zone_id, device, start_ms HAVING alive = 1)
+                   GROUP BY venue_id) AS v
+            ANY LEFT JOIN (SELECT venue_id, argMax(value, toUInt64(ts) * 1000 + ts_ms) AS value FROM derived_occupancy GROUP BY venue_id) AS o
+            USING venue_id`,
+  );
+  return new Map(rows.map((r) => [r.venue_id, { visits: Number(r.visits), occupancy: Number(r.occupancy) }]));
 }
