@@ -11,7 +11,7 @@ import { createCh, chRows, chsql } from '../clickhouse/client.js';
 import { deriveCaughtUp, serverNow } from '../clickhouse/queries/derive.js';
 import { repoPath } from '../lib/paths.js';
 import { derivedTopicNames, topicNames } from '../lib/topology.js';
-import { createKafka } from '../lib/kafka.js';
+import { createKafka, topicOffsets } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { ingestBody, randomMac, type BenchVenue } from './lib/requests.js';
 import {
@@ -268,8 +268,7 @@ const cpuSince = (from: ReturnType<typeof cpuNow>, to: ReturnType<typeof cpuNow>
 const kafkaAdmin = createKafka(cfg, createLogger('bench', 'warn'), 'bench-lag').admin();
 await kafkaAdmin.connect();
 const eventsTopic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
-const topicEnd = async (topic = eventsTopic) =>
-  new Map((await kafkaAdmin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
+const topicEnd = async (topic = eventsTopic) => new Map((await topicOffsets(kafkaAdmin, topic)).map((o) => [o.partition, Number(o.high)]));
 // What each processor reads: connector health reads only the ingest reports (one per request, as the events).
 const inputOf = (processor: string) => (processor === 'health' ? derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports : eventsTopic);
 const endBeforeLoad = await topicEnd();

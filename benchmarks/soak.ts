@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import { createCh } from '../clickhouse/client.js';
 import { progressCursor, serverNow } from '../clickhouse/queries/derive.js';
 import { derivedTopicNames, topicNames } from '../lib/topology.js';
-import { createKafka } from '../lib/kafka.js';
+import { createKafka, topicOffsets } from '../lib/kafka.js';
 import { createLogger } from '../lib/logger.js';
 import { repoPath } from '../lib/paths.js';
 import {
@@ -197,7 +197,7 @@ const eventsTopic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
 const reportsTopic = derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports;
 /** Messages `groupId` has not committed on `topic` (connector health reads the ingest reports, one per request). */
 async function lagOf(groupId: string, topic = eventsTopic): Promise<number> {
-  const ends = new Map((await kafkaAdmin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
+  const ends = new Map((await topicOffsets(kafkaAdmin, topic)).map((o) => [o.partition, Number(o.high)]));
   const [t] = await kafkaAdmin.fetchOffsets({ groupId, topics: [topic] });
   const committed = new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
   return [...ends].reduce((n, [p, end]) => n + Math.max(0, end - (committed.get(p) ?? 0)), 0);

@@ -127,7 +127,6 @@ export async function subscribeWhenKnown(consumer: Consumer, subscription: Consu
  * a partition it was just given (a new topic answers `ListOffsets` so for a moment, and kafkajs's
  * admin does not retry it).
  */
-/** `admin.fetchTopicOffsets`, retried while the error is retriable: a topic created a moment ago may answer "not the leader". */
 export async function topicOffsets(admin: Admin, topic: string, timeoutMs = 30_000): ReturnType<Admin['fetchTopicOffsets']> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

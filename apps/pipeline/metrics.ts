@@ -6,6 +6,7 @@ import type { DeriveStats } from '../../pipeline/derive/job.js';
 import type { RunningPollers } from '../../pipeline/pollers/runner.js';
 import type { SinkStats } from '../../pipeline/sink/target.js';
 import { createRegistry, observedGauges } from '../../lib/metrics.js';
+import { topicOffsets } from '../../lib/kafka.js';
 
 /** The pipeline's Prometheus metrics (docs/metrics.md). */
 export interface PipelineMetrics {
@@ -143,7 +144,7 @@ export async function consumerLag(admin: Admin, prefix: string): Promise<Array<[
   const endOf = async (topic: string) => {
     let e = ends.get(topic);
     if (!e) {
-      e = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, BigInt(p.high)]));
+      e = new Map((await topicOffsets(admin, topic, 5000)).map((p) => [p.partition, BigInt(p.high)]));
       ends.set(topic, e);
     }
     return e;

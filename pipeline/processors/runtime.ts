@@ -1,6 +1,6 @@
 import type { Admin, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { changelogTopicName } from '../../lib/topology.js';
-import { consumerOptions, subscribeWhenKnown } from '../../lib/kafka.js';
+import { consumerOptions, subscribeWhenKnown, topicOffsets } from '../../lib/kafka.js';
 import type { Logger } from '../../lib/logger.js';
 import { every } from '../../lib/timers.js';
 import { coPartitioned } from './assignor.js';
@@ -244,7 +244,7 @@ export class ProcessorRuntime<S> {
 
   private async refreshEnds(): Promise<void> {
     for (const topic of this.processor.inputs) {
-      for (const o of await this.admin!.fetchTopicOffsets(topic)) this.tasks.get(o.partition)?.setEnd(topic, BigInt(o.high));
+      for (const o of await topicOffsets(this.admin!, topic, 5000)) this.tasks.get(o.partition)?.setEnd(topic, BigInt(o.high));
     }
   }
 

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topicOffsets } from '../../lib/kafka.js';
 import { derivedTopicNames } from '../../lib/topology.js';
 import { one, rows, sql } from '../../postgres/client.js';
 import {
@@ -150,7 +151,7 @@ describe('the rule consumer killed (kill -9) and restarted', () => {
     const topics = derivedTopicNames(stack.cfg.KAFKA_TOPIC_PREFIX);
     const admin = stack.kafka.admin();
     await admin.connect();
-    const ends = await admin.fetchTopicOffsets(topics.occupancy);
+    const ends = await topicOffsets(admin, topics.occupancy);
     await admin.disconnect();
     const offsets = await committed(groupId, topics.occupancy);
     const total = (xs: number[]) => xs.reduce((s, x) => s + Math.max(0, x), 0);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import type { Config } from '../../lib/config.js';
-import { createKafka, createProducer, createPublisher, type Publisher } from '../../lib/kafka.js';
+import { createKafka, createProducer, createPublisher, type Publisher, topicOffsets } from '../../lib/kafka.js';
 import { createLogger } from '../../lib/logger.js';
 import { alarmTopicName, derivedTopicNames } from '../../lib/topology.js';
 import { decodeAlarmEvent, type AlarmEvent } from '../../lib/events/alarms.js';
@@ -222,7 +222,7 @@ export async function drained(stack: AlarmStack, groupId = stack.rules!.groupId)
     const topics = derivedTopicNames(stack.cfg.KAFKA_TOPIC_PREFIX);
     await until('the rule consumer to catch up', async () => {
       for (const topic of [topics.occupancy, topics.connectorHealth]) {
-        const ends = await admin.fetchTopicOffsets(topic);
+        const ends = await topicOffsets(admin, topic);
         const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
         for (const end of ends) {
           const at = committed!.partitions.find((p) => p.partition === end.partition);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublisher } from '../../lib/kafka.js';
+import { createPublisher, topicOffsets } from '../../lib/kafka.js';
 import { createLogger } from '../../lib/logger.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
@@ -135,7 +135,7 @@ describe('POST /ingest while the Kafka broker is stopped and started again', () 
 async function topicValues(kafka: Kafka, topic: string): Promise<Set<string>> {
   const admin = kafka.admin();
   await admin.connect();
-  const ends = await admin.fetchTopicOffsets(topic);
+  const ends = await topicOffsets(admin, topic);
   await admin.disconnect();
   const want = new Map(ends.map((o) => [o.partition, Number(o.high)]));
   const values = new Set<string>();

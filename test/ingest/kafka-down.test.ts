@@ -4,7 +4,7 @@ import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { request } from '../support/http.js';
 import { newOperator, newVenue, type TestOperator } from '../support/tenants.js';
 import { billingPeriodStart } from '../../domain/limits/quotas.js';
-import { createKafka, createPublisher } from '../../lib/kafka.js';
+import { createKafka, createPublisher, topicOffsets } from '../../lib/kafka.js';
 import { createLogger } from '../../lib/logger.js';
 import { EventTap, ingest, isoAgo } from './support.js';
 import { createMissingTopics } from '../../lib/topology.js';
@@ -101,7 +101,7 @@ describe('the publisher', () => {
       await expect(publisher.publish([{ topic: `${topic}.missing`, messages: [{ value: 'lost' }] }])).rejects.toThrow();
       expect(Date.now() - started).toBeLessThan(4000);
       await publisher.publish([{ topic, messages: [{ key: 'k', value: 'kept' }] }]);
-      const offsets = await admin.fetchTopicOffsets(topic);
+      const offsets = await topicOffsets(admin, topic);
       expect(offsets.map((o) => o.high)).toEqual(['1']);
     } finally {
       await publisher.disconnect();

@@ -3,7 +3,7 @@ import type { Admin, Kafka, Producer } from 'kafkajs';
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { testConfig } from '../support/env.js';
 import { createLogger } from '../../lib/logger.js';
-import { createKafka, createProducer } from '../../lib/kafka.js';
+import { createKafka, createProducer, topicOffsets } from '../../lib/kafka.js';
 import { ensureTopology, eventsTopology, type Topics } from '../../lib/topology.js';
 import type { CanonicalEvent } from '../../lib/events/canonical.js';
 import { encodeEventMessages } from '../../lib/events/wire.js';
@@ -140,7 +140,7 @@ export function startSink(
 /** Committed offset per partition (-1 when none), and the topic's end per partition. */
 export async function offsets(h: Harness, groupId: string): Promise<{ committed: number[]; end: number[] }> {
   const [group] = await h.admin.fetchOffsets({ groupId, topics: [h.topics.events] });
-  const ends = (await h.admin.fetchTopicOffsets(h.topics.events)).sort((a, b) => a.partition - b.partition);
+  const ends = (await topicOffsets(h.admin, h.topics.events)).sort((a, b) => a.partition - b.partition);
   const committed = ends.map((e) => Number(group!.partitions.find((p) => p.partition === e.partition)?.offset ?? -1));
   return { committed, end: ends.map((e) => Number(e.high)) };
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPipelineMetrics } from '../../apps/pipeline/metrics.js';
 import { serveMetrics, type MetricsServer } from '../../lib/metrics.js';
 import { allCommitted, event, newTenant, openHarness, produce, startSink, type Harness } from './harness.js';
+import { topicOffsets } from '../../lib/kafka.js';
 
 let h: Harness;
 let server: MetricsServer;
@@ -46,7 +47,7 @@ describe('the pipeline’s Prometheus metrics', () => {
     await h.admin.setOffsets({
       groupId: idle,
       topic: h.topics.events,
-      partitions: (await h.admin.fetchTopicOffsets(h.topics.events)).map((p) => ({ partition: p.partition, offset: '0' })),
+      partitions: (await topicOffsets(h.admin, h.topics.events)).map((p) => ({ partition: p.partition, offset: '0' })),
     });
     const sink = await startSink(h, group, { onInsert: metrics.observeInsert });
     metrics.observeEventsSink(sink.sink.stats);

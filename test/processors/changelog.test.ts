@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inSends, MAX_BYTES_PER_SEND } from '../../lib/kafka.js';
+import { inSends, MAX_BYTES_PER_SEND, topicOffsets } from '../../lib/kafka.js';
 import { ChangelogLayout, SLOT_BYTES, SLOT_KEY_PREFIX, type ChangelogRecord } from '../../pipeline/processors/changelog.js';
 import { openProcHarness, waitFor, type ProcHarness } from './harness.js';
 import { createMissingTopics } from '../../lib/topology.js';
@@ -37,7 +37,7 @@ interface Stored {
 /** The topic's records from its start to its end. */
 async function readTopic(): Promise<Stored[]> {
   const out: Stored[] = [];
-  const [end] = await h.admin.fetchTopicOffsets(topic);
+  const [end] = await topicOffsets(h.admin, topic);
   const high = Number(end!.high);
   const groupId = `changelog-read-${randomUUID()}`;
   const reader = h.kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
