@@ -1,6 +1,6 @@
 /**
- * bench:derive-round: the derive job's rounds over the data a bench:ingest run left (databases
- * `venue_bench`), every venue's marks at once, timed two ways on the same data: each venue's marks
+ * bench:derive-round: the derive job's rounds over the data the last bench:ingest run left (Postgres
+ * `venue_bench`, ClickHouse `venue_ingest_<run>`), every venue's marks at once, timed two ways on the same data: each venue's marks
  * as one range for both figures (what a round did before the marks carried their kind, migration
  * 0012) and by kind (visits where sightings were marked, the occupancy history where door flows
  * were). The rows written are the same either way; ClickHouse's CPU is read from /proc around each
@@ -13,7 +13,7 @@ import { byVenue, deriveContexts, markedSpan, type VenueMarks } from '../pipelin
 import { periodsBetween } from '../pipeline/derive/periods.js';
 import { recomputePeriod, type MarkedRanges } from '../pipeline/derive/recompute.js';
 import { createDb } from '../postgres/client.js';
-import { benchConfig, cpuSecondsOf, enginePids, machine, round, writeResult } from './lib/harness.js';
+import { benchConfig, chDatabasesOf, cpuSecondsOf, enginePids, machine, round, writeResult } from './lib/harness.js';
 import { deriveRound } from './lib/scratch.js';
 
 const { values: args } = cliArgs(
@@ -26,11 +26,13 @@ const ROUNDS = Number(args.rounds);
 const { cfg: base } = benchConfig({});
 const pgUrl = new URL(base.DATABASE_URL);
 pgUrl.pathname = '/venue_bench';
-const { cfg } = benchConfig({ DATABASE_URL: pgUrl.toString(), CLICKHOUSE_DATABASE: 'venue_bench' });
-const ch = createCh(cfg, 'venue_bench', { requestTimeoutMs: 600_000 });
+const lastRun = (await chDatabasesOf(createCh(base, null), 'venue_ingest')).at(-1);
+if (!lastRun) throw new Error('no bench:ingest database in ClickHouse: run npm run bench:ingest first');
+const { cfg } = benchConfig({ DATABASE_URL: pgUrl.toString(), CLICKHOUSE_DATABASE: lastRun });
+const ch = createCh(cfg, lastRun, { requestTimeoutMs: 600_000 });
 const db = createDb(cfg, 2);
 const marks = byVenue(await marksSince(ch, 0));
-if (marks.length === 0) throw new Error('no marks in venue_bench: run npm run bench:ingest first');
+if (marks.length === 0) throw new Error(`no marks in ${lastRun}: run npm run bench:ingest first`);
 const contexts = await deriveContexts(db, marks);
 const venues = {
   total: marks.length,

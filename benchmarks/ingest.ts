@@ -73,6 +73,13 @@ const { up } = (await import(repoPath('scripts', 'stack.mjs'))) as { up: (o: { q
 await up({ quiet: true });
 
 const runId = Date.now().toString(36);
+/**
+ * Each run's ClickHouse database has a name of its own: ext4 places a new directory under one
+ * marked `chattr +T` (the stack marks ClickHouse's) in a block group chosen from its name's hash, so
+ * the run's parts are not written among the inodes the last run's dropped database just freed
+ * (benchmarks/README.md, "The bench's own dropped database").
+ */
+const INGEST_DATABASES = 'venue_ingest';
 const API_PORT = 3190;
 /** The api's Prometheus endpoint: the server-side split of the request latency is read from it. */
 const API_METRICS_PORT = 3290;
@@ -84,7 +91,7 @@ const { cfg, env } = benchConfig({
   NODE_ENV: 'production',
   LOG_LEVEL: 'warn',
   DATABASE_URL: dbUrl.toString(),
-  CLICKHOUSE_DATABASE: 'venue_bench',
+  CLICKHOUSE_DATABASE: `${INGEST_DATABASES}_${runId}`,
   KAFKA_TOPIC_PREFIX: `bench.${runId}`,
   REDIS_KEY_PREFIX: `bench.${runId}:`,
   API_PORT: String(API_PORT),
@@ -95,7 +102,7 @@ console.log(
 );
 
 // Fresh databases for the run.
-await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_bench');
+await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_bench', INGEST_DATABASES);
 // bench:query keeps its data set (and topics) between runs.
 await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'bench', cfg.KAFKA_TOPIC_PREFIX, ['bench.query']);
 

@@ -19,22 +19,33 @@ export function benchConfig(overrides: Record<string, string>): { cfg: Config; e
 }
 
 /**
- * Drops and recreates the run's own Postgres and ClickHouse databases (both named `name`, as in
- * `cfg`) and migrates them; `adminUrl` is a Postgres URL of another database to do it from.
+ * Drops and recreates the run's own Postgres database `name` and ClickHouse database
+ * `cfg.CLICKHOUSE_DATABASE` and migrates them; `adminUrl` is a Postgres URL of another database to
+ * do it from. `earlierRuns` names the ClickHouse databases of earlier runs to drop: a bench that
+ * names its database per run (`<prefix>_<run id>`) gives the prefix.
  */
-export async function freshDatabases(adminUrl: string, cfg: Config, name: string): Promise<void> {
+export async function freshDatabases(adminUrl: string, cfg: Config, name: string, earlierRuns?: string): Promise<void> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
   const ch = createCh(cfg, null);
-  await dropChDatabase(ch, name);
+  const earlier = earlierRuns === undefined ? [] : await chDatabasesOf(ch, earlierRuns);
+  for (const stale of [...earlier, cfg.CLICKHOUSE_DATABASE]) await dropChDatabase(ch, stale);
   const db = createDb(cfg, 2);
   await migratePostgres(db);
   await db.end();
-  await migrateClickhouse(serverExecutor(ch), name);
+  await migrateClickhouse(serverExecutor(ch), cfg.CLICKHOUSE_DATABASE);
   await ch.close();
+}
+
+/** The ClickHouse databases of a bench's runs (`<prefix>_<run id>`), oldest first (run ids grow with time). */
+export async function chDatabasesOf(ch: ReturnType<typeof createCh>, prefix: string): Promise<string[]> {
+  const rows = await (
+    await ch.query({ query: 'SELECT name FROM system.databases ORDER BY name', format: 'JSONEachRow' })
+  ).json<{ name: string }>();
+  return rows.map((r) => r.name).filter((n) => n.startsWith(`${prefix}_`));
 }
 
 /**
