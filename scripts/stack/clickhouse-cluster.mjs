@@ -30,6 +30,7 @@ import {
   which,
   writeIfChanged,
 } from './common.mjs';
+import { clickhouseEnv } from './clickhouse.mjs';
 import { localPassword } from './env.mjs';
 import { ensureLibs, javaArgs, missingPackages as javaPackages, rotateLog } from './kafka.mjs';
 
@@ -228,7 +229,7 @@ function clusterNode(spec) {
         if (Date.now() > deadline) throw new StackError(spec.name, `ZooKeeper does not answer on ${HOST}:${ZK_PORT}; not starting`, ZK.out);
         await sleep(200);
       }
-      const pid = spawnDetached(which('clickhouse-server'), [`--config-file=${f.config}`], f.out, { cwd: dir });
+      const pid = spawnDetached(which('clickhouse-server'), [`--config-file=${f.config}`], f.out, { cwd: dir, env: clickhouseEnv() });
       fs.writeFileSync(f.pid, `${pid}\n`);
       return pid;
     },

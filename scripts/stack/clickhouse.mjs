@@ -67,7 +67,7 @@ export const clickhouse = {
     return !!r && r.status === 200 && r.body.trim() === 'Ok.';
   },
   async start() {
-    const pid = spawnDetached(which('clickhouse-server'), [`--config-file=${CONFIG}`], OUT, { cwd: DIR });
+    const pid = spawnDetached(which('clickhouse-server'), [`--config-file=${CONFIG}`], OUT, { cwd: DIR, env: clickhouseEnv() });
     fs.writeFileSync(PID, `${pid}\n`);
     return pid;
   },
@@ -112,4 +112,16 @@ function spreadNewDirectories(dir) {
   mkdirp(dir);
   const chattr = which('chattr');
   if (chattr) spawnSync(chattr, ['+T', dir], { stdio: 'ignore' });
+}
+
+/**
+ * The environment a ClickHouse server starts with: Debian's 18.16 uses the system's jemalloc with
+ * its defaults, under which every allocation of 8 MB or more comes from an arena that returns its
+ * pages at once, so the next such allocation faults them in again (an insert's views build blocks
+ * that large). `oversize_threshold:0` serves them from the usual arenas, as current ClickHouse builds
+ * its own jemalloc: page faults fell from 15–18 % of ClickHouse's CPU in bench:ingest to 9–10 %
+ * (benchmarks/README.md, "ClickHouse's allocator"). A MALLOC_CONF of the caller's own wins.
+ */
+export function clickhouseEnv() {
+  return { ...process.env, MALLOC_CONF: process.env.MALLOC_CONF ?? 'oversize_threshold:0' };
 }
