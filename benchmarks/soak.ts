@@ -88,7 +88,8 @@ const { cfg, env } = benchConfig({
   NODE_ENV: 'production',
   LOG_LEVEL: 'warn',
   DATABASE_URL: dbUrl.toString(),
-  CLICKHOUSE_DATABASE: 'venue_soak',
+  // A ClickHouse database per run, as bench:ingest's (benchmarks/README.md, "The bench's own dropped database").
+  CLICKHOUSE_DATABASE: `venue_soak_${runId}`,
   KAFKA_TOPIC_PREFIX: `soak.${runId}`,
   REDIS_KEY_PREFIX: `soak.${runId}:`,
   RATE_LIMITS_ENABLED: 'false',
@@ -103,7 +104,7 @@ console.log(
   `soak  ${MINUTES} min at ${RATE} events/s (${Number(args.rate) ? 'as given' : `half of the measured ${measuredMax}`}), ${args.subscribers} subscribers per venue, ${Number(args.devices) || 'only new'} devices`,
 );
 
-await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak');
+await freshDatabases(baseCfg.DATABASE_URL, cfg, 'venue_soak', 'venue_soak');
 await dropEarlierRunTopics(cfg.KAFKA_BROKERS, 'soak', cfg.KAFKA_TOPIC_PREFIX);
 
 const logDir = args.logs;
