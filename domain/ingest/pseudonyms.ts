@@ -52,14 +52,16 @@ export class Pseudonyms {
  * written anywhere.
  */
 const MAX_CACHED_PSEUDONYMS = 131_072;
-const cachedPseudonyms = new Map<string, string>();
+/** Per key (numbered as first seen), identifier → pseudonym: no key-and-identifier string is built per look-up. */
+const cachedPseudonyms = new Map<number, Map<string, string>>();
 /**
  * The cached entries in the order they came, round a ring: the one under `oldest` goes first. Not
- * `cachedPseudonyms.keys().next()`: a Map's iterator steps over every entry deleted since the Map
- * last rehashed, which made each eviction cost up to tens of µs once the cache was full
+ * a Map's `keys().next()`: its iterator steps over every entry deleted since the Map last
+ * rehashed, which made each eviction cost up to tens of µs once the cache was full
  * (benchmarks/README.md#the-pseudonym-cache-once-full-2026-11-28-issue-30).
  */
-const cacheOrder: string[] = [];
+const orderKeys: number[] = [];
+const orderIdentifiers: string[] = [];
 let oldest = 0;
 const keyIds = new WeakMap<KeyObject, number>();
 let nextKeyId = 0;
@@ -67,17 +69,23 @@ let nextKeyId = 0;
 export function pseudonym(key: KeyObject, identifier: string): string {
   let keyId = keyIds.get(key);
   if (keyId === undefined) keyIds.set(key, (keyId = nextKeyId++));
-  const entry = `${keyId}\u0000${identifier}`;
-  let p = cachedPseudonyms.get(entry);
+  let cached = cachedPseudonyms.get(keyId);
+  if (!cached) cachedPseudonyms.set(keyId, (cached = new Map()));
+  let p = cached.get(identifier);
   if (p === undefined) {
     p = createHmac('sha256', key).update(identifier).digest('hex').slice(0, 32);
-    if (cacheOrder.length < MAX_CACHED_PSEUDONYMS) cacheOrder.push(entry);
-    else {
-      cachedPseudonyms.delete(cacheOrder[oldest]!);
-      cacheOrder[oldest] = entry;
+    if (orderKeys.length < MAX_CACHED_PSEUDONYMS) {
+      orderKeys.push(keyId);
+      orderIdentifiers.push(identifier);
+    } else {
+      const of = cachedPseudonyms.get(orderKeys[oldest]!)!;
+      of.delete(orderIdentifiers[oldest]!);
+      if (of.size === 0 && of !== cached) cachedPseudonyms.delete(orderKeys[oldest]!);
+      orderKeys[oldest] = keyId;
+      orderIdentifiers[oldest] = identifier;
       oldest = (oldest + 1) % MAX_CACHED_PSEUDONYMS;
     }
-    cachedPseudonyms.set(entry, p);
+    cached.set(identifier, p);
   }
   return p;
 }

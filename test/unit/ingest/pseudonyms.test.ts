@@ -28,4 +28,19 @@ describe('device pseudonyms, cached for recurring devices', () => {
       expect(pseudonym(key, id)).toBe(hmac(key, id));
     for (const id of ids.slice(-1000)) expect(pseudonym(key, id)).toBe(hmac(key, id));
   });
+
+  it('stay right for several keys whose entries push each other out, a key with none left included', () => {
+    const keys = ['op-x', 'op-y', 'op-z'].map((op) => a.keyFor(op));
+    const early = b.keyFor('op-early');
+    expect(pseudonym(early, 'first')).toBe(hmac(early, 'first'));
+    // The early key's one entry goes first; the three keys then evict each other's, round after round.
+    for (let i = 0; i < 300_000; i++) pseudonym(keys[i % 3]!, `dev-${i}`);
+    expect(pseudonym(early, 'first')).toBe(hmac(early, 'first'));
+    expect(pseudonym(early, 'second')).toBe(hmac(early, 'second'));
+    for (const i of [0, 1, 2, 170_000, 299_997, 299_998, 299_999])
+      expect(pseudonym(keys[i % 3]!, `dev-${i}`)).toBe(hmac(keys[i % 3]!, `dev-${i}`));
+    // The same identifier under another key is another pseudonym, cached apart.
+    expect(pseudonym(keys[1]!, 'dev-299999')).toBe(hmac(keys[1]!, 'dev-299999'));
+    expect(pseudonym(keys[1]!, 'dev-299999')).not.toBe(pseudonym(keys[0]!, 'dev-299999'));
+  });
 });
