@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseTimestamp } from '../../../domain/ingest/timestamps.js';
 import { canonicalMac, isRandomizedMac } from '../../../domain/ingest/pseudonyms.js';
@@ -47,6 +48,33 @@ describe('event timestamps', () => {
     'Sun, 01 Jun 2025 12:00:00 GMT',
   ])('refuses %s', (text) => {
     expect(parseTimestamp(text)).toBeUndefined();
+  });
+
+  it('reads every instant of years 100-9999 as toISOString writes it', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: Date.UTC(100, 0, 1), max: Date.UTC(9999, 11, 31, 23, 59, 59, 999) }), (ms) => {
+        expect(parseTimestamp(new Date(ms).toISOString())).toBe(ms);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it('answers a 24-character text ending in Z as it answers the same text ending in +00:00', () => {
+    // The first goes through the character reader when it has the toISOString shape, the second always through the general one.
+    const chars = '0123456789-:.,Tt Zz+x';
+    fc.assert(
+      fc.property(
+        fc.integer({ min: Date.UTC(100, 0, 1), max: Date.UTC(9999, 11, 31) }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 22 }), fc.integer({ min: 0, max: chars.length - 1 })), { maxLength: 3 }),
+        (ms, edits) => {
+          const text = [...new Date(ms).toISOString()];
+          for (const [at, c] of edits) text[at] = chars[c]!;
+          const z = text.join('');
+          expect(parseTimestamp(z)).toBe(parseTimestamp(`${z.slice(0, 23)}+00:00`));
+        },
+      ),
+      { numRuns: 20_000 },
+    );
   });
 });
 
