@@ -45,7 +45,7 @@ function utcMillisForm(t: string): number | undefined {
 function parseAnyForm(text: string): number | undefined {
   const m = ISO_8601.exec(text);
   if (!m) return undefined;
-  // Fields read one by one, the calendar checked by arithmetic: this runs for every ingested event.
+  // Fields read one by one, the calendar checked by arithmetic: every event not in the form above comes here.
   const year = Number(m[1]);
   const month = Number(m[2]);
   const day = Number(m[3]);
