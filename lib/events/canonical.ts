@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isLowerHex, isUuid } from '../ids.js';
 import { CONNECTOR_TYPES, EVENT_TYPES, MAX_TS_MS, METRIC_NAMES, epochMs, type ConnectorType } from './vocabulary.js';
 
 /**
@@ -33,8 +34,6 @@ export const canonicalEventSchema = z.object({
 });
 export type CanonicalEvent = z.infer<typeof canonicalEventSchema>;
 
-const UUID = z.regexes.uuid();
-const DEVICE = /^[0-9a-f]{32}$/;
 const CONNECTOR_SET: ReadonlySet<string> = new Set(CONNECTOR_TYPES);
 const EVENT_TYPE_SET: ReadonlySet<string> = new Set(EVENT_TYPES);
 const METRIC_SET: ReadonlySet<string> = new Set(METRIC_NAMES);
@@ -53,7 +52,7 @@ export type Checked = { event: CanonicalEvent; error?: undefined } | { event?: u
 
 /** Why a field is not a UUID, or undefined when it is. */
 const uuidError = (e: Record<string, unknown>, f: string): string | undefined =>
-  typeof e[f] === 'string' && UUID.test(e[f]) ? undefined : `${f}: must be a UUID`;
+  typeof e[f] === 'string' && isUuid(e[f]) ? undefined : `${f}: must be a UUID`;
 /** The checks of the shared fields, each where the contract's field order puts it (ids, then connector, then receivedAt). */
 const idsError = (e: Record<string, unknown>) => uuidError(e, 'operatorId') ?? uuidError(e, 'venueId');
 const connectorError = (e: Record<string, unknown>) =>
@@ -81,12 +80,12 @@ export function checkEnvelope(
 function fieldsError(e: Record<string, unknown>, envelope?: EventEnvelope): string | undefined {
   let error = uuidError(e, 'id') ?? (envelope ? undefined : idsError(e));
   if (error !== undefined) return error;
-  if (e.zoneId !== null && (typeof e.zoneId !== 'string' || !UUID.test(e.zoneId))) return 'zoneId: must be a UUID or null';
+  if (e.zoneId !== null && (typeof e.zoneId !== 'string' || !isUuid(e.zoneId))) return 'zoneId: must be a UUID or null';
   if (!envelope && (error = connectorError(e)) !== undefined) return error;
   if (typeof e.type !== 'string' || !EVENT_TYPE_SET.has(e.type)) return 'type: must be an event type';
   if (!isEpochMs(e.ts)) return 'ts: must be epoch milliseconds before 2100';
   if (!envelope && (error = receivedAtError(e)) !== undefined) return error;
-  if (e.device !== null && (typeof e.device !== 'string' || !DEVICE.test(e.device)))
+  if (e.device !== null && (typeof e.device !== 'string' || !isLowerHex(e.device, 32)))
     return 'device: must be a device pseudonym (32 hex digits)';
   if (typeof e.randomizedMac !== 'boolean') return 'randomizedMac: must be a boolean';
   if (!isRecord(e.metrics)) return 'metrics: must be an object';

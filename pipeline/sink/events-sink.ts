@@ -39,12 +39,16 @@ export function eventsTarget(db: Queryable): SinkTarget<EventRow> {
     async afterWrite(rows) {
       // Newest event per venue and connector type: the dashboard's connector lastEventAt reads it.
       const latest = new Map<string, { venueId: string; connectorType: string; at: number }>();
+      // Rows come in runs of one venue and connector (a message each): the map is read once per run.
+      let l: { venueId: string; connectorType: string; at: number } | undefined;
       for (const r of rows) {
         const at = eventTime(r);
-        const key = `${r.venue_id}|${r.connector_type}`;
-        const l = latest.get(key);
-        if (!l) latest.set(key, { venueId: r.venue_id, connectorType: r.connector_type, at });
-        else if (at > l.at) l.at = at;
+        if (!l || l.venueId !== r.venue_id || l.connectorType !== r.connector_type) {
+          const key = `${r.venue_id}|${r.connector_type}`;
+          l = latest.get(key);
+          if (!l) latest.set(key, (l = { venueId: r.venue_id, connectorType: r.connector_type, at }));
+        }
+        if (at > l.at) l.at = at;
       }
       await advanceLastEventAt(
         db,

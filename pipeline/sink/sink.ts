@@ -282,7 +282,9 @@ export class Sink<R extends SinkRow> {
   private async afterWrite(pending: Pending<R>): Promise<void> {
     if (!this.target.afterWrite) return;
     try {
-      await this.target.afterWrite(pending.items.flatMap((i) => (i.row ? [i.row] : [])));
+      const rows: R[] = [];
+      for (const i of pending.items) if (i.row) rows.push(i.row);
+      await this.target.afterWrite(rows);
     } catch (err) {
       this.log.warn({ err }, 'after-write step failed');
     }
