@@ -154,19 +154,20 @@ export class TopicEvent {
   }
 }
 
-const topicEvent = (f: ReturnType<typeof eventFields>, payloadJson: string) =>
+/** A topic event from checked fields: the event's own from `e`, the shared ones from `shared`. */
+const topicEvent = (e: Record<string, unknown> | CanonicalEvent, shared: EventEnvelope, payloadJson: string) =>
   new TopicEvent(
-    f.id,
-    f.operatorId,
-    f.venueId,
-    f.zoneId,
-    f.connectorType,
-    f.type,
-    f.ts,
-    f.receivedAt,
-    f.device,
-    f.randomizedMac,
-    f.metrics,
+    e.id as string,
+    shared.operatorId,
+    shared.venueId,
+    e.zoneId as string | null,
+    shared.connectorType,
+    e.type as CanonicalEvent['type'],
+    e.ts as number,
+    shared.receivedAt,
+    e.device as string | null,
+    e.randomizedMac as boolean,
+    e.metrics as CanonicalEvent['metrics'],
     payloadJson,
   );
 
@@ -183,8 +184,8 @@ export function checkTopicElement(raw: unknown, envelope: EventEnvelope, payload
   if (error !== undefined) return { error };
   if (payloadJson.charCodeAt(0) !== 123 /* { */ || payloadJson.charCodeAt(payloadJson.length - 1) !== 125 /* } */)
     return { error: 'payload: must be an object' };
-  return { event: topicEvent(eventFields(raw, envelope), payloadJson) };
+  return { event: topicEvent(raw, envelope, payloadJson) };
 }
 
 /** A checked canonical event as a topic consumer holds it (messages in the older form, dead letters replayed). */
-export const asTopicEvent = (e: CanonicalEvent): TopicEvent => topicEvent(e, JSON.stringify(e.payload));
+export const asTopicEvent = (e: CanonicalEvent): TopicEvent => topicEvent(e, e, JSON.stringify(e.payload));

@@ -251,12 +251,14 @@ describe('events sink', () => {
     const receivedAt = Date.now();
     const good = workload({ operatorId: t.operatorId, venueIds: [venueId] }, 6).map((e) => ({ ...e, receivedAt }));
     const [message] = encodeEventMessages(good);
-    // The envelope's line, then a payload's line per element (lib/events/wire.ts).
+    // The envelope's line with the events as columns, then a payload's line per event (lib/events/wire.ts).
     const [envelopeLine, ...payloads] = message!.value.toString().split('\n');
-    const sent = JSON.parse(envelopeLine!) as { events: Array<Record<string, unknown>> };
-    expect(sent.events).toHaveLength(6);
-    const bad = { ...sent.events[0]!, id: randomUUID(), device: 'AA:BB:CC:DD:EE:FF' };
-    sent.events.splice(2, 0, bad);
+    const sent = JSON.parse(envelopeLine!) as { columns: Record<string, unknown[]> };
+    expect(sent.columns.id).toHaveLength(6);
+    const columns = Object.keys(sent.columns);
+    const bad: Record<string, unknown> = Object.fromEntries(columns.map((k) => [k, sent.columns[k]![0]]));
+    Object.assign(bad, { id: randomUUID(), device: 'AA:BB:CC:DD:EE:FF' });
+    for (const k of columns) sent.columns[k]!.splice(2, 0, bad[k]);
     payloads.splice(2, 0, payloads[0]!);
     const value = [JSON.stringify(sent), ...payloads].join('\n');
     await h.producer.send({ topic: h.topics.events, acks: -1, messages: [{ key: venueId, value }] });

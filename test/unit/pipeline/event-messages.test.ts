@@ -77,10 +77,20 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
       receivedAt: events[0]!.receivedAt,
       payloads: 'lines',
     });
-    for (const element of sent.events)
-      expect(Object.keys(element).sort()).toEqual(['device', 'id', 'metrics', 'randomizedMac', 'ts', 'type', 'zoneId']);
+    // The rest of each event as columns, one array per field, the events' values at the same index.
+    expect(sent.events).toBeUndefined();
+    expect(sent.columns).toEqual({
+      id: [events[0]!.id, events[1]!.id],
+      zoneId: [null, events[1]!.zoneId],
+      type: [events[0]!.type, events[1]!.type],
+      ts: [events[0]!.ts, events[1]!.ts],
+      device: [events[0]!.device, events[1]!.device],
+      randomizedMac: [events[0]!.randomizedMac, events[1]!.randomizedMac],
+      metrics: [events[0]!.metrics, events[1]!.metrics],
+    });
     expect(payloadLines).toEqual([JSON.stringify(events[0]!.payload), JSON.stringify(events[1]!.payload)]);
     const withLines = (envelope: unknown, lines = payloadLines) => Buffer.from([JSON.stringify(envelope), ...lines].join('\n'));
+    const columns = (changes: Record<string, unknown[]>) => ({ ...sent, columns: { ...sent.columns, ...changes } });
 
     // The envelope is checked once: a bad shared field fails every element with its reason.
     const bad = withLines({ ...sent, venueId: 'nope' });
@@ -94,8 +104,19 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
       'payload: must be an object',
       'ok',
     ]);
+    // Columns of different lengths fail every event, each dead letter holding what the columns hold at its place.
+    const ragged = decodeEventMessage(withLines(columns({ ts: [events[0]!.ts] })));
+    expect(ragged.map((d) => d.error)).toEqual([
+      'columns.ts: must be an array of 2 values, one per event',
+      'columns.ts: must be an array of 2 values, one per event',
+    ]);
+    expect(ragged[1]!.raw).toMatchObject({ id: events[1]!.id, ts: undefined, payload: events[1]!.payload, venueId });
+    // A column that is not an array, without payload lines, still leaves a dead letter rather than nothing.
+    expect(decodeEventMessage(Buffer.from(JSON.stringify({ ...sent, columns: { id: 'x' } }))).map((d) => d.error)).toEqual([
+      'columns.id: must be an array of 0 values, one per event',
+    ]);
     // A bad element fails alone; its dead letter is a whole event, its payload back in it, readable on its own.
-    const mixed = withLines({ ...sent, events: [sent.events[0], { ...sent.events[1], ts: 'soon' }] });
+    const mixed = withLines(columns({ ts: [events[0]!.ts, 'soon'] }));
     const [good, broken] = decodeEventMessage(mixed);
     expect(plain(good!.event)).toEqual(events[0]);
     expect(plain(good!.raw)).toEqual(events[0]);
@@ -105,7 +126,12 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
       {
         error: 'ts: must be epoch milliseconds before 2100',
         raw: {
-          ...sent.events[1],
+          id: events[1]!.id,
+          zoneId: events[1]!.zoneId,
+          type: events[1]!.type,
+          device: events[1]!.device,
+          randomizedMac: events[1]!.randomizedMac,
+          metrics: events[1]!.metrics,
           payload: events[1]!.payload,
           ts: 'soon',
           operatorId,
@@ -115,9 +141,9 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
         },
       },
     ]);
-    // The element's own copies of the shared fields do not override the envelope.
-    const spoofed = withLines({ ...sent, events: [{ ...sent.events[0], operatorId: other, venueId: other }] }, payloadLines.slice(0, 1));
-    expect(plain(decodeEventMessage(spoofed)[0]!.event)).toEqual(events[0]);
+    // Columns other than the event's own are not read: they cannot override the envelope.
+    const spoofed = withLines(columns({ operatorId: [other, other], venueId: [other, other] }));
+    expect(plain(decodeEventMessage(spoofed).map((d) => d.event))).toEqual([events[0], events[1]]);
     expect(
       plain(decodeEventsOfTypes({ value: mixed }, new Set(['device_seen', 'entry', 'exit', 'occupancy', 'environment'] as const))),
     ).toEqual({
@@ -126,7 +152,7 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
     });
   });
 
-  it('read messages in the form before the payloads followed the envelope, and JSON written over several lines', () => {
+  it('read messages in the forms before (elements as objects, payloads inside them or on lines), and JSON written over several lines', () => {
     const events = [at(0, { payload: { rssi: -60, ssid: 'Guest\nnet' } }), at(1, { type: 'entry', metrics: { entries: 1 } })];
     const before = { operatorId, venueId, connectorType: events[0]!.connectorType, receivedAt: events[0]!.receivedAt, events };
     const asSent = Buffer.from(JSON.stringify(before));
@@ -137,6 +163,22 @@ describe('events-topic messages (lib/events/wire.ts)', () => {
     expect(decodeEventMessage(now!.value).map((d) => d.event!.payloadJson)).toEqual(
       decodeEventMessage(asSent).map((d) => d.event!.payloadJson),
     );
+    // The form of 2026-11-28: an object per element, the payloads on lines after the envelope.
+    const shared = { operatorId, venueId, connectorType: events[0]!.connectorType, receivedAt: events[0]!.receivedAt };
+    const elements = events.map(({ id, zoneId, type, ts, device, randomizedMac, metrics }) => ({
+      id,
+      zoneId,
+      type,
+      ts,
+      device,
+      randomizedMac,
+      metrics,
+    }));
+    const asRows = Buffer.from(
+      [JSON.stringify({ ...shared, payloads: 'lines', events: elements }), ...events.map((e) => JSON.stringify(e.payload))].join('\n'),
+    );
+    expect(plain(decodeEventMessage(asRows).map((d) => d.event))).toEqual(events);
+    expect(plain(decodeEventsOfTypes({ value: asRows }, new Set(['entry'] as const)).events)).toEqual([events[1]]);
     // Line breaks between JSON tokens are not payload lines.
     expect(plain(decodeEventMessage(Buffer.from(JSON.stringify(before, null, 2))).map((d) => d.event))).toEqual(events);
     expect(plain(decodeEventMessage(Buffer.from(JSON.stringify(events, null, 2))).map((d) => d.event))).toEqual(events);
