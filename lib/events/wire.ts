@@ -142,18 +142,20 @@ function ofElements(elements: unknown[], rest: Omit<ParsedMessage, 'count' | 'el
  * holding what the columns hold at its place.
  */
 function ofColumns(columns: Record<string, unknown>, rest: Omit<ParsedMessage, 'count' | 'element' | 'typeAt'>): ParsedMessage {
-  const arrays = COLUMNS.map((k) => columns[k]);
-  const lengths = arrays.map((a) => (Array.isArray(a) ? a.length : -1));
+  const lengths = COLUMNS.map((k) => (Array.isArray(columns[k]) ? columns[k].length : -1));
   const count = Math.max(0, ...lengths, rest.payloads?.length ?? 0);
-  const at = (k: number, i: number): unknown => (Array.isArray(arrays[k]) ? (arrays[k] as unknown[])[i] : undefined);
+  // A column that is not an array reads as empty: its values are undefined, and the error below says why.
+  const [id, zoneId, type, ts, device, randomizedMac, metrics] = COLUMNS.map((k): unknown[] =>
+    Array.isArray(columns[k]) ? columns[k] : [],
+  ) as [unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[]];
   const element = (i: number) => ({
-    id: at(0, i),
-    zoneId: at(1, i),
-    type: at(2, i),
-    ts: at(3, i),
-    device: at(4, i),
-    randomizedMac: at(5, i),
-    metrics: at(6, i),
+    id: id[i],
+    zoneId: zoneId[i],
+    type: type[i],
+    ts: ts[i],
+    device: device[i],
+    randomizedMac: randomizedMac[i],
+    metrics: metrics[i],
   });
   const bad = lengths.findIndex((l) => l !== count);
   const columnError = bad < 0 ? undefined : `columns.${COLUMNS[bad]}: must be an array of ${count} values, one per event`;
@@ -161,7 +163,7 @@ function ofColumns(columns: Record<string, unknown>, rest: Omit<ParsedMessage, '
     rest.payloads && rest.payloads.length !== count ? `payloads: ${rest.payloads.length} lines for ${count} events` : undefined;
   const envelopeError = rest.envelopeError ?? columnError ?? payloadError;
   // Columns that are not arrays count no events: their one dead letter keeps the message from vanishing uncounted.
-  return { ...rest, count: envelopeError === undefined ? count : Math.max(count, 1), element, typeAt: (i) => at(2, i), envelopeError };
+  return { ...rest, count: envelopeError === undefined ? count : Math.max(count, 1), element, typeAt: (i) => type[i], envelopeError };
 }
 
 function parseMessage(value: Buffer | null): ParsedMessage {
