@@ -159,12 +159,17 @@ function ofColumns(columns: Record<string, unknown>, rest: Omit<ParsedMessage, '
   });
   const bad = lengths.findIndex((l) => l !== count);
   const columnError = bad < 0 ? undefined : `columns.${COLUMNS[bad]}: must be an array of ${count} values, one per event`;
-  const payloadError =
-    rest.payloads && rest.payloads.length !== count ? `payloads: ${rest.payloads.length} lines for ${count} events` : undefined;
-  const envelopeError = rest.envelopeError ?? columnError ?? payloadError;
+  const envelopeError = rest.envelopeError ?? columnError ?? lineCountError(rest.payloads, count);
   // Columns that are not arrays count no events: their one dead letter keeps the message from vanishing uncounted.
   return { ...rest, count: envelopeError === undefined ? count : Math.max(count, 1), element, typeAt: (i) => type[i], envelopeError };
 }
+
+/** The payload lines after the envelope's line (`lines`: where it ends, -1 when nothing follows). */
+const payloadLines = (text: string, lines: number): string[] => (lines < 0 ? [] : text.slice(lines + 1).split('\n'));
+
+/** Why the payload lines do not match the events, or undefined when they do (or none were meant to follow). */
+const lineCountError = (payloads: string[] | undefined, count: number): string | undefined =>
+  payloads && payloads.length !== count ? `payloads: ${payloads.length} lines for ${count} events` : undefined;
 
 function parseMessage(value: Buffer | null): ParsedMessage {
   if (!value) throw new Error('empty message');
@@ -174,16 +179,18 @@ function parseMessage(value: Buffer | null): ParsedMessage {
   if (Array.isArray(json)) return ofElements(json, { shared: null });
   if (isRecord(json) && json.payloads === PAYLOAD_LINES && isRecord(json.columns)) {
     const { envelope, error } = checkEnvelope(json);
-    const payloads = lines < 0 ? [] : text.slice(lines + 1).split('\n');
-    return ofColumns(json.columns, { shared: json, envelope, envelopeError: error, payloads });
+    return ofColumns(json.columns, { shared: json, envelope, envelopeError: error, payloads: payloadLines(text, lines) });
   }
   if (isRecord(json) && Array.isArray(json.events)) {
     const { envelope, error } = checkEnvelope(json);
     if (json.payloads !== PAYLOAD_LINES) return ofElements(json.events, { shared: json, envelope, envelopeError: error });
-    const payloads = lines < 0 ? [] : text.slice(lines + 1).split('\n');
-    const count =
-      payloads.length === json.events.length ? undefined : `payloads: ${payloads.length} lines for ${json.events.length} events`;
-    return ofElements(json.events, { shared: json, envelope, envelopeError: error ?? count, payloads });
+    const payloads = payloadLines(text, lines);
+    return ofElements(json.events, {
+      shared: json,
+      envelope,
+      envelopeError: error ?? lineCountError(payloads, json.events.length),
+      payloads,
+    });
   }
   return ofElements([json], { shared: null });
 }
