@@ -7,7 +7,7 @@ import { toRow } from '../../pipeline/sink/rows.js';
 import type { Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
 import { deviceId, event, newVenue } from '../processors/harness.js';
-import { MINUTE, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
+import { DAY, HOUR, MINUTE, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
 import { scratchDatabase, storedFigures, type ScratchDatabase } from './scratch-database.js';
 
 /**
@@ -51,10 +51,10 @@ async function blocks(): Promise<Record<string, number>> {
 describe('a derive round over several venues', () => {
   it("writes every venue's visits, states and occupancy history in one insert per table", async () => {
     await job.runOnce(); // the first round (no cursor yet) of an empty database
-    const now = Date.now();
-    // Every venue's period is the same day, far from its reset: each table's rows land in one partition.
-    const resetHour = (new Date(now).getUTCHours() + 12) % 24;
-    const from = now - 40 * MINUTE;
+    // Every venue's period is yesterday's UTC day and its events are six hours after its reset, whatever
+    // the hour the test runs at: each table's rows land in one partition.
+    const resetHour = 0;
+    const from = Math.floor(Date.now() / DAY) * DAY - DAY + 6 * HOUR;
     const expected = [];
     const rows = [];
     for (let i = 0; i < VENUES; i++) {
