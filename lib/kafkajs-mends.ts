@@ -1,4 +1,5 @@
 import { useNativeCrc32c } from './kafkajs-crc32c.js';
+import { encodeWithoutCopies } from './kafkajs-encoder.js';
 import { stopRequestQueueSpin } from './kafkajs-request-queue.js';
 
 /**
@@ -11,5 +12,8 @@ export function mendKafkajs(): string[] {
       ? ''
       : 'kafkajs changed its request queue: each broker connection may wake its process every millisecond (lib/kafkajs-request-queue.ts)',
     useNativeCrc32c() ? '' : 'kafkajs keeps its JavaScript CRC-32C: producing costs more CPU (lib/kafkajs-crc32c.ts)',
+    encodeWithoutCopies()
+      ? ''
+      : 'kafkajs changed its protocol encoder: producing copies each request several times (lib/kafkajs-encoder.ts)',
   ].filter(Boolean);
 }
