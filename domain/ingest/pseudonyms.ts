@@ -47,47 +47,112 @@ export class Pseudonyms {
 /**
  * Pseudonyms of recurring identifiers (a device is seen again and again): an HMAC costs ~3 µs, a
  * look-up ~0.1 (benchmarks/README.md#pseudonyms-cached-for-recurring-devices-2026-11-27-issue-30).
- * Bounded, oldest first out. Per key, so operators and PSEUDONYM_KEYs never share an entry. The
- * identifiers (MACs) are held in this process's memory only, as while a request is handled; never
- * written anywhere.
+ * Per key, so operators and PSEUDONYM_KEYs never share an entry. The identifiers (MACs) are held in
+ * this process's memory only, as while a request is handled; never written anywhere.
+ *
+ * Bounded, and shared fairly between keys (docs/decisions.md, "The pseudonym cache shared fairly"):
+ * a key alone may fill the whole cache, but once it is full a new entry pushes out, in this order,
+ * the oldest entry of an idle key (one not asked for in the last MAX_CACHED_PSEUDONYMS look-ups:
+ * idleness counted in look-ups, so it scales with the pressure on the cache); else the asking key's
+ * own oldest when it holds its fair share (the bound over the keys in use) or more; else the oldest
+ * of the key in use holding the most. So one operator sending ever new identifiers (randomized
+ * MACs, a flood) recycles its own share and cannot push out the recurring devices of operators
+ * within theirs: their sightings stay look-ups, not HMACs.
  */
-const MAX_CACHED_PSEUDONYMS = 131_072;
-/** Per key (numbered as first seen), identifier → pseudonym: no key-and-identifier string is built per look-up. */
-const cachedPseudonyms = new Map<number, Map<string, string>>();
+export const MAX_CACHED_PSEUDONYMS = 131_072;
+/** Evictions between two counts of the keys in use, the idle and the largest ones (O(keys) each: amortised O(1)). */
+const RECOUNT_EVICTIONS = 1024;
+
+/** One key's entries: identifier → pseudonym, and the identifiers oldest first from `head` on. */
+interface KeyEntries {
+  key: KeyObject;
+  pseudonyms: Map<string, string>;
+  order: string[];
+  head: number;
+  /** The look-up count when this key was last asked for. */
+  usedAt: number;
+  misses: number;
+}
+
+const cachedPseudonyms = new Map<KeyObject, KeyEntries>();
+let cachedCount = 0;
+let lookups = 0;
+/** As last counted: the entries of each key in use are fair up to `fairShare`; `taken` gives the entries others need. */
+let fairShare = MAX_CACHED_PSEUDONYMS;
+let taken: KeyEntries | undefined;
+let takenIdle = false;
+let sinceCount = 0;
+
+/** Pushes out `of`'s oldest entry. */
+function evictOldest(of: KeyEntries): void {
+  of.pseudonyms.delete(of.order[of.head++]!);
+  cachedCount--;
+  // Consumed places are dropped once they are most of the array: each costs O(1) amortised.
+  if (of.head > 1024 && of.head * 2 > of.order.length) {
+    of.order = of.order.slice(of.head);
+    of.head = 0;
+  }
+  if (of.pseudonyms.size === 0) {
+    cachedPseudonyms.delete(of.key);
+    if (taken === of) taken = undefined;
+  }
+}
+
+const isIdle = (e: KeyEntries) => lookups - e.usedAt > MAX_CACHED_PSEUDONYMS;
+
+/** Counts the keys in use (their fair share), and picks the key others take from: the largest idle one, else the largest in use. */
+function recount(): void {
+  let inUse = 0;
+  let largestIdle: KeyEntries | undefined;
+  let largestInUse: KeyEntries | undefined;
+  for (const e of cachedPseudonyms.values()) {
+    if (isIdle(e)) {
+      if (!largestIdle || e.pseudonyms.size > largestIdle.pseudonyms.size) largestIdle = e;
+    } else {
+      inUse++;
+      if (!largestInUse || e.pseudonyms.size > largestInUse.pseudonyms.size) largestInUse = e;
+    }
+  }
+  fairShare = Math.floor(MAX_CACHED_PSEUDONYMS / Math.max(1, inUse));
+  taken = largestIdle ?? largestInUse;
+  takenIdle = largestIdle !== undefined;
+  sinceCount = 0;
+}
+
 /**
- * The cached entries in the order they came, round a ring: the one under `oldest` goes first. Not
- * a Map's `keys().next()`: its iterator steps over every entry deleted since the Map last
- * rehashed, which made each eviction cost up to tens of µs once the cache was full
- * (benchmarks/README.md#the-pseudonym-cache-once-full-2026-11-28-issue-30).
+ * The key whose oldest entry makes room for one more of `asking`'s. Between counts the key taken
+ * from may shrink to the asking key's size: the asking key then gives its own, at most
+ * RECOUNT_EVICTIONS entries off the fair split, so that keys of one size never count on every miss.
  */
-const orderKeys: number[] = [];
-const orderIdentifiers: string[] = [];
-let oldest = 0;
-const keyIds = new WeakMap<KeyObject, number>();
-let nextKeyId = 0;
+function victim(asking: KeyEntries): KeyEntries {
+  if (++sinceCount >= RECOUNT_EVICTIONS || !taken || taken === asking) recount();
+  if (!taken || taken === asking) return asking;
+  if (takenIdle) return taken;
+  return asking.pseudonyms.size >= fairShare || taken.pseudonyms.size <= asking.pseudonyms.size ? asking : taken;
+}
 
 export function pseudonym(key: KeyObject, identifier: string): string {
-  let keyId = keyIds.get(key);
-  if (keyId === undefined) keyIds.set(key, (keyId = nextKeyId++));
-  let cached = cachedPseudonyms.get(keyId);
-  if (!cached) cachedPseudonyms.set(keyId, (cached = new Map()));
-  let p = cached.get(identifier);
+  let entries = cachedPseudonyms.get(key);
+  if (!entries) cachedPseudonyms.set(key, (entries = { key, pseudonyms: new Map(), order: [], head: 0, usedAt: 0, misses: 0 }));
+  entries.usedAt = ++lookups;
+  let p = entries.pseudonyms.get(identifier);
   if (p === undefined) {
     p = createHmac('sha256', key).update(identifier).digest('hex').slice(0, 32);
-    if (orderKeys.length < MAX_CACHED_PSEUDONYMS) {
-      orderKeys.push(keyId);
-      orderIdentifiers.push(identifier);
-    } else {
-      const of = cachedPseudonyms.get(orderKeys[oldest]!)!;
-      of.delete(orderIdentifiers[oldest]!);
-      if (of.size === 0 && of !== cached) cachedPseudonyms.delete(orderKeys[oldest]!);
-      orderKeys[oldest] = keyId;
-      orderIdentifiers[oldest] = identifier;
-      oldest = (oldest + 1) % MAX_CACHED_PSEUDONYMS;
-    }
-    cached.set(identifier, p);
+    entries.misses++;
+    if (cachedCount >= MAX_CACHED_PSEUDONYMS) evictOldest(victim(entries));
+    // The asking key's own last entry may just have gone: it is cached again under its key.
+    if (!cachedPseudonyms.has(key)) cachedPseudonyms.set(key, entries);
+    entries.pseudonyms.set(identifier, p);
+    entries.order.push(identifier);
+    cachedCount++;
   }
   return p;
+}
+
+/** What the cache holds for `key`: its entries, and its look-ups that missed (an HMAC each) while it had entries. */
+export function pseudonymCacheOf(key: KeyObject): { entries: number; misses: number } {
+  const e = cachedPseudonyms.get(key);
+  return { entries: e?.pseudonyms.size ?? 0, misses: e?.misses ?? 0 };
 }
 
 /** A UUID (version 8, RFC 9562) derived from a keyed hash: the same input always gives the same id. */
