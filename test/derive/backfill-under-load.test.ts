@@ -11,6 +11,7 @@ import { createLogger } from '../../lib/logger.js';
 import { ApiClient } from '../../simulator/client.js';
 import { setUpFleet, type Fleet } from '../../simulator/fleet.js';
 import { TrafficState } from '../../simulator/model.js';
+import { localDate, weekdayOf } from '../../simulator/time.js';
 import { runSimulation } from '../../simulator/runner.js';
 import { startApi, testConfig, type RunningApi } from '../support/env.js';
 import { waitFor } from '../pipeline/harness.js';
@@ -100,14 +101,10 @@ async function figures(f: Fleet) {
   for (const v of f.venues) {
     const dwell = await venueDwell(deps, operatorId, { id: v.id, range: '7d' }, START);
     const scoring = await visitorScoring(deps, operatorId, { id: v.id, range: '7d' }, START);
+    // Hours of the venue's local yesterday, which the two days of history always hold whole, whatever the hour the test runs at.
+    const dayOfWeek = weekdayOf(localDate(START - DAY, v.timezone));
     const predictions = [];
-    for (const [dayOfWeek, hour] of [
-      [0, 13],
-      [3, 11],
-      [5, 18],
-      [6, 2],
-    ] as const)
-      predictions.push(await predictOccupancy(deps, operatorId, { id: v.id, dayOfWeek, hour }, START));
+    for (const hour of [2, 11, 13, 18]) predictions.push(await predictOccupancy(deps, operatorId, { id: v.id, dayOfWeek, hour }, START));
     const hourly = (await getTelemetry(deps, operatorId, v.id, {
       keys: ['occupancy'],
       startTs: FROM,
