@@ -50,7 +50,8 @@ export class Pseudonyms {
  * Per key, so operators and PSEUDONYM_KEYs never share an entry. The identifiers (MACs) are held in
  * this process's memory only, as while a request is handled; never written anywhere.
  *
- * Bounded, and shared fairly between keys (docs/decisions.md, "The pseudonym cache shared fairly"):
+ * Bounded, and shared fairly between keys (docs/decisions.md, "Capacity per core"; benchmarks/README.md,
+ * "The pseudonym cache shared fairly between operators"):
  * a key alone may fill the whole cache, but once it is full a new entry pushes out, in this order,
  * the oldest entry of an idle key (one not asked for in the last MAX_CACHED_PSEUDONYMS look-ups:
  * idleness counted in look-ups, so it scales with the pressure on the cache); else the asking key's
