@@ -7,6 +7,7 @@ import { Ownership } from './ownership.js';
 import { newSinkStats, type SinkOptions, type SinkRow, type SinkStats, type SinkTarget } from './target.js';
 import { VenueContexts } from './venue-context.js';
 import { ViewRepairs } from './view-repair.js';
+import { mapLarge } from '../../lib/arrays.js';
 import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
 
 export type { Decoded, SinkOptions, SinkRow, SinkStats, SinkTarget, Undecodable } from './target.js';
@@ -257,7 +258,7 @@ export class Sink<R extends SinkRow> {
         const started = performance.now();
         await this.target.insert(
           this.opts.ch,
-          chunk.map((i) => i.row!),
+          mapLarge(chunk, (i) => i.row!),
         );
         this.opts.onInsert?.(this.target.name, chunk.length, (performance.now() - started) / 1000);
         for (const i of chunk) i.done = true;

@@ -1,5 +1,6 @@
 import type { Ch } from '../../clickhouse/client.js';
 import { replicasSettled } from '../../clickhouse/queries/rollup-repair.js';
+import { mapLarge } from '../../lib/arrays.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Item } from './pending.js';
 import { markStored } from './stored.js';
@@ -111,7 +112,7 @@ export class ViewRepairs<R extends SinkRow> {
       }
       const repaired = await target.repairViews!(
         ch,
-        items.map((i) => i.row!),
+        mapLarge(items, (i) => i.row!),
       );
       stats.viewRepairs++;
       stats.viewRowsToppedUp += repaired.toppedUp;
