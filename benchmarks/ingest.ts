@@ -40,6 +40,7 @@ const { values: args } = cliArgs(
   {
     options: {
       duration: { type: 'string', default: '20' },
+      warmup: { type: 'string', default: '10' },
       clients: { type: 'string', default: '8' },
       operators: { type: 'string', default: '40' },
       batch: { type: 'string', default: '1000' },
@@ -54,6 +55,13 @@ const { values: args } = cliArgs(
   },
 );
 const DURATION_S = Number(args.duration);
+/**
+ * Seconds of the same load before the measured one, caught up before it starts (not counted): the
+ * processes compile their hot code and fill their caches then, as a deployment's have long since.
+ * A cold start's compiling is a fixed cost that a 20-second run would spread over its events
+ * (benchmarks/README.md, "Warm processes"). `0` measures from a cold start.
+ */
+const WARMUP_S = Number(args.warmup);
 const CLIENTS = Number(args.clients);
 const OPERATORS = Number(args.operators);
 const BATCH = Number(args.batch);
@@ -98,7 +106,7 @@ const { cfg, env } = benchConfig({
 });
 
 console.log(
-  `bench:ingest  ${DURATION_S}s, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}, ${APIS} api instance(s), ${PIPELINES} pipeline process(es), ${NEW_DEVICES * 100} % new devices`,
+  `bench:ingest  ${DURATION_S}s after ${WARMUP_S}s of warm-up, ${CLIENTS} clients, ${OPERATORS} operators, ${BATCH}-event batches, ${RATE ? `${RATE} events/s offered` : 'unpaced'}, ${APIS} api instance(s), ${PIPELINES} pipeline process(es), ${NEW_DEVICES * 100} % new devices`,
 );
 
 // Fresh databases for the run.
@@ -278,11 +286,8 @@ const eventsTopic = topicNames(cfg.KAFKA_TOPIC_PREFIX).events;
 const topicEnd = async (topic = eventsTopic) => new Map((await topicOffsets(kafkaAdmin, topic)).map((o) => [o.partition, Number(o.high)]));
 // What each processor reads: connector health reads only the ingest reports (one per request, as the events).
 const inputOf = (processor: string) => (processor === 'health' ? derivedTopicNames(cfg.KAFKA_TOPIC_PREFIX).ingestReports : eventsTopic);
-const endBeforeLoad = await topicEnd();
-const cpuBefore = cpuNow();
-const machineBefore = machineCpu();
-const started = performance.now();
-const deadline = started + DURATION_S * 1000;
+let started = performance.now();
+let deadline = started + WARMUP_S * 1000;
 let next = 0;
 const lastPush = new Map<string, number>();
 
@@ -347,6 +352,45 @@ async function probe(): Promise<void> {
   }
 }
 
+/** Until the raw table holds `events` rows and every processor's group has read its input to the end. */
+async function settled(events: number): Promise<void> {
+  const since = performance.now();
+  const groups = ['occupancy', 'health'].map((name) => ({ group: `${cfg.KAFKA_TOPIC_PREFIX}.proc.${name}`, input: inputOf(name) }));
+  while (performance.now() - since < 300_000) {
+    let behind = (await countAll()) < events ? 1 : 0;
+    for (const { group, input } of groups) {
+      const [t] = await kafkaAdmin.fetchOffsets({ groupId: group, topics: [input] });
+      const committed = new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+      for (const [p, end] of await topicEnd(input)) behind += Math.max(0, end - (committed.get(p) ?? 0));
+    }
+    if (behind === 0) return;
+    await new Promise((r) => setTimeout(r, POLL_CAUGHT_UP_MS));
+  }
+  throw new Error('the warm-up load did not settle within 300 s');
+}
+
+// The warm-up: the same clients, then everything caught up, the derive job's round included; its
+// requests and events count nowhere below.
+let storedBeforeLoad = 0;
+if (WARMUP_S > 0) {
+  await Promise.all(Array.from({ length: CLIENTS }, client));
+  await settled(accepted);
+  const storedAt = await serverNow(chBench);
+  while (!(await deriveCaughtUp(chBench, 'derive', storedAt + 1))) await new Promise((r) => setTimeout(r, POLL_CAUGHT_UP_MS));
+  storedBeforeLoad = await countAll();
+  accepted = rejected = failures = 0;
+  latencies.length = 0;
+  for (const status of Object.keys(statusCounts)) delete statusCounts[Number(status)];
+}
+const serverBefore = await serverSideNow();
+
+const endBeforeLoad = await topicEnd();
+const cpuBefore = cpuNow();
+const machineBefore = machineCpu();
+started = performance.now();
+deadline = started + DURATION_S * 1000;
+next = 0;
+
 // The load ends when the clients stop. The probe's last sample may still be waiting to become
 // queryable then: that wait is the sink's lag, not load, and no longer counts in the elapsed time.
 const probing = probe();
@@ -360,7 +404,7 @@ await probing;
 let stored = 0;
 while (performance.now() - loadEnded < 120_000) {
   stored = await countAll();
-  if (stored >= accepted + probeEvents) break;
+  if (stored >= storedBeforeLoad + accepted + probeEvents) break;
   // A count of the whole raw table: every 100 ms it cost ClickHouse 0.36 CPU-s of a default run.
   await new Promise((r) => setTimeout(r, POLL_CAUGHT_UP_MS));
 }
@@ -407,11 +451,8 @@ await kafkaAdmin.disconnect();
 const pipelineRssMb = pipelines.reduce((n, p) => n + rssMbOf(p.child.pid), 0);
 const cpuAfterCatchUp = cpuNow();
 
-/**
- * Where a request's time went, from the api's own histograms (first instance): answering POST
- * /ingest, and Kafka acknowledging its batch. Quantiles are bucket upper bounds.
- */
-async function serverSide() {
+/** The api's histograms of answering POST /ingest and of Kafka acknowledging a batch (first instance), as counted so far. */
+async function serverSideNow() {
   const text = await fetch(`http://127.0.0.1:${API_METRICS_PORT}/metrics`).then(
     (r) => r.text(),
     () => '',
@@ -425,22 +466,34 @@ async function serverSide() {
         return { le: le === '+Inf' ? Infinity : Number(le), n: Number(l.split(' ').pop()) };
       })
       .sort((a, b) => a.le - b.le);
-    const count = buckets.at(-1)?.n ?? 0;
     const sum = Number(
       ours
         .find((l) => l.startsWith(`${name}_sum{`))
         ?.split(' ')
-        .pop() ?? NaN,
+        .pop() ?? 0,
     );
-    const q = (p: number) => (count ? buckets.find((b) => b.n >= p * count)!.le * 1000 : NaN);
-    return { count, meanMs: round((sum / count) * 1000), p50UpToMs: q(0.5), p95UpToMs: q(0.95), p99UpToMs: q(0.99) };
+    return { buckets, sum };
   };
   return {
     answerIngest: histogram('http_request_duration_seconds', 'route="/ingest"'),
     kafkaAcknowledge: histogram('kafka_produce_duration_seconds', 'outcome="acknowledged"'),
   };
 }
-const server = await serverSide();
+
+/** Where the measured load's requests' time went: the histograms' counts since `before`. Quantiles are bucket upper bounds. */
+function serverSideSince(before: Awaited<ReturnType<typeof serverSideNow>>, after: Awaited<ReturnType<typeof serverSideNow>>) {
+  const since = (b: (typeof before)['answerIngest'], a: (typeof after)['answerIngest']) => {
+    const buckets = a.buckets.map((x) => ({ le: x.le, n: x.n - (b.buckets.find((y) => y.le === x.le)?.n ?? 0) }));
+    const count = buckets.at(-1)?.n ?? 0;
+    const q = (p: number) => (count ? buckets.find((x) => x.n >= p * count)!.le * 1000 : NaN);
+    return { count, meanMs: round(((a.sum - b.sum) / count) * 1000), p50UpToMs: q(0.5), p95UpToMs: q(0.95), p99UpToMs: q(0.99) };
+  };
+  return {
+    answerIngest: since(before.answerIngest, after.answerIngest),
+    kafkaAcknowledge: since(before.kafkaAcknowledge, after.kafkaAcknowledge),
+  };
+}
+const server = serverSideSince(serverBefore, await serverSideNow());
 
 await frontDoor?.stop();
 for (const a of apis) await a.stop();
@@ -471,6 +524,7 @@ const result = {
   machine: machine(),
   settings: {
     durationS: DURATION_S,
+    warmupS: WARMUP_S,
     clients: CLIENTS,
     operators: OPERATORS,
     batchSize: BATCH,
@@ -499,8 +553,8 @@ const result = {
     serverSide: server,
   },
   queryable: {
-    storedRows: stored,
-    allStored: stored >= accepted + probeEvents,
+    storedRows: stored - storedBeforeLoad,
+    allStored: stored >= storedBeforeLoad + accepted + probeEvents,
     drainAfterLoadMs: round(drainMs, 0),
     probeLagMs: {
       samples: probeLags.length,
