@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, setPriority, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { launchOf } from '../../apps/processes.js';
@@ -148,6 +149,8 @@ export function startProcess(
   env: Record<string, string>,
   /** Receives each stdout line (the process's JSON log) when given; stdout is discarded otherwise. */
   onStdoutLine?: (line: string) => void,
+  /** The checkout whose build runs (another worktree's, to compare two builds); this one's by default. */
+  root?: string,
 ): { child: ChildProcess; stop(): Promise<void> } {
   const profileDir = process.env.BENCH_CPU_PROF;
   const launch = launchOf(entry);
@@ -155,7 +158,7 @@ export function startProcess(
     ...launch.flags,
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
   ];
-  const child = spawn(process.execPath, [...nodeArgs, repoPath(entry)], {
+  const child = spawn(process.execPath, [...nodeArgs, root ? join(root, entry) : repoPath(entry)], {
     env: { ...env, ...launch.env },
     stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'],
   });
