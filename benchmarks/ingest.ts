@@ -27,6 +27,7 @@ import {
   percentile,
   round,
   rssMbOf,
+  settled,
   startPipelines,
   startProcess,
   waitFor,
@@ -352,31 +353,12 @@ async function probe(): Promise<void> {
   }
 }
 
-/** Until the raw table holds `events` rows and every processor's group has read its input to the end. */
-async function settled(events: number): Promise<void> {
-  const since = performance.now();
-  const groups = ['occupancy', 'health'].map((name) => ({ group: `${cfg.KAFKA_TOPIC_PREFIX}.proc.${name}`, input: inputOf(name) }));
-  while (performance.now() - since < 300_000) {
-    let behind = (await countAll()) < events ? 1 : 0;
-    for (const { group, input } of groups) {
-      const [t] = await kafkaAdmin.fetchOffsets({ groupId: group, topics: [input] });
-      const committed = new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
-      for (const [p, end] of await topicEnd(input)) behind += Math.max(0, end - (committed.get(p) ?? 0));
-    }
-    if (behind === 0) return;
-    await new Promise((r) => setTimeout(r, POLL_CAUGHT_UP_MS));
-  }
-  throw new Error('the warm-up load did not settle within 300 s');
-}
-
 // The warm-up: the same clients, then everything caught up, the derive job's round included; its
 // requests and events count nowhere below.
 let storedBeforeLoad = 0;
 if (WARMUP_S > 0) {
   await Promise.all(Array.from({ length: CLIENTS }, client));
-  await settled(accepted);
-  const storedAt = await serverNow(chBench);
-  while (!(await deriveCaughtUp(chBench, 'derive', storedAt + 1))) await new Promise((r) => setTimeout(r, POLL_CAUGHT_UP_MS));
+  await settled(chBench, kafkaAdmin, cfg.KAFKA_TOPIC_PREFIX, accepted, POLL_CAUGHT_UP_MS);
   storedBeforeLoad = await countAll();
   accepted = rejected = failures = 0;
   latencies.length = 0;

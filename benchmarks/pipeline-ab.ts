@@ -8,8 +8,7 @@
  * inputs to the end and a derive round has caught up.
  */
 import pg from 'pg';
-import { createCh, chRows, chsql, type Ch } from '../clickhouse/client.js';
-import { deriveCaughtUp, serverNow } from '../clickhouse/queries/derive.js';
+import { createCh } from '../clickhouse/client.js';
 import { checkEvents, toCanonical } from '../domain/ingest/ingest.js';
 import { createOperator } from '../domain/tenants/operators.js';
 import { PLAN_LIMITS } from '../domain/tenants/plans.js';
@@ -33,6 +32,7 @@ import {
   freshDatabases,
   machine,
   round,
+  settled,
   startProcess,
   writeResult,
 } from './lib/harness.js';
@@ -147,32 +147,6 @@ async function input(cfg: Config) {
   return { events, reports, count: REQUESTS * BATCH };
 }
 
-/** Until the side's raw table holds `count` rows, its processors have read to the end, and a derive round has caught up. */
-async function caughtUp(ch: Ch, kafka: ReturnType<typeof createKafka>, prefix: string, count: number): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const stored = async () => Number((await chRows<{ n: string }>(ch, chsql`SELECT count() AS n FROM events`))[0]?.n ?? 0);
-    while ((await stored()) < count) await new Promise((r) => setTimeout(r, POLL_MS));
-    const storedAt = await serverNow(ch);
-    for (const [name, topic] of [
-      ['occupancy', topicNames(prefix).events],
-      ['health', derivedTopicNames(prefix).ingestReports],
-    ] as const) {
-      const ends = await topicOffsets(admin, topic);
-      for (;;) {
-        const [t] = await admin.fetchOffsets({ groupId: `${prefix}.proc.${name}`, topics: [topic] });
-        const committed = new Map(t!.partitions.map((p) => [p.partition, Number(p.offset)]));
-        if (ends.every((e) => (committed.get(e.partition) ?? 0) >= Number(e.high))) break;
-        await new Promise((r) => setTimeout(r, POLL_MS));
-      }
-    }
-    while (!(await deriveCaughtUp(ch, 'derive', storedAt + 1))) await new Promise((r) => setTimeout(r, POLL_MS));
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 const rounds: Array<Record<string, { cpuS: number; microsPerEvent: number; settledS: number }>> = [];
 for (let r = 1; r <= ROUNDS; r++) {
   const configs = SIDES.map((s) => ({ ...s, ...configOf(s.side, r) }));
@@ -218,7 +192,10 @@ for (let r = 1; r <= ROUNDS; r++) {
   await Promise.all(
     running.map(async ({ c, proc }) => {
       const ch = createCh(c.cfg);
-      await caughtUp(ch, kafka, c.cfg.KAFKA_TOPIC_PREFIX, data.count);
+      const admin = kafka.admin();
+      await admin.connect();
+      await settled(ch, admin, c.cfg.KAFKA_TOPIC_PREFIX, data.count, POLL_MS);
+      await admin.disconnect();
       const cpuS = cpuSecondsOf({ p: proc.child.pid }).p!;
       result[c.side] = {
         cpuS: round(cpuS, 2),

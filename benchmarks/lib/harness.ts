@@ -2,13 +2,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, setPriority, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import pg from 'pg';
 import { launchOf } from '../../apps/processes.js';
-import { createCh } from '../../clickhouse/client.js';
+import { chRows, chsql, createCh, type Ch } from '../../clickhouse/client.js';
+import { deriveCaughtUp, serverNow } from '../../clickhouse/queries/derive.js';
 import { migrateClickhouse, serverExecutor } from '../../clickhouse/migrate.js';
 import { loadConfig, parseDotenv, type Config } from '../../lib/config.js';
+import { topicOffsets } from '../../lib/kafka.js';
 import { repoPath } from '../../lib/paths.js';
+import { derivedTopicNames, topicNames } from '../../lib/topology.js';
 import { createDb } from '../../postgres/client.js';
 import { migratePostgres } from '../../postgres/migrate.js';
 
@@ -190,6 +193,35 @@ export function startProcess(
         child.kill('SIGTERM');
       }),
   };
+}
+
+/**
+ * Until the raw table holds `rows` rows, the occupancy and connector health groups of the topics
+ * under `prefix` have read their inputs to the end, and a derive round that started after the last
+ * row was stored has finished and carried nothing over.
+ */
+export async function settled(ch: Ch, admin: Admin, prefix: string, rows: number, pollMs = 500, timeoutMs = 300_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  const pause = async () => {
+    if (Date.now() > until) throw new Error(`the load under ${prefix} did not settle within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, pollMs));
+  };
+  const stored = async () => Number((await chRows<{ n: string }>(ch, chsql`SELECT count() AS n FROM events`))[0]?.n ?? 0);
+  while ((await stored()) < rows) await pause();
+  const storedAt = await serverNow(ch);
+  for (const [name, topic] of [
+    ['occupancy', topicNames(prefix).events],
+    ['health', derivedTopicNames(prefix).ingestReports],
+  ] as const) {
+    const ends = await topicOffsets(admin, topic);
+    for (;;) {
+      const [t] = await admin.fetchOffsets({ groupId: `${prefix}.proc.${name}`, topics: [topic] });
+      const committed = new Map(t!.partitions.map((p) => [p.partition, Math.max(0, Number(p.offset))]));
+      if (ends.every((e) => (committed.get(e.partition) ?? 0) >= Number(e.high))) break;
+      await pause();
+    }
+  }
+  while (!(await deriveCaughtUp(ch, 'derive', storedAt + 1))) await pause();
 }
 
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
