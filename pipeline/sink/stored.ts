@@ -1,4 +1,5 @@
 import type { Ch } from '../../clickhouse/client.js';
+import type { OffsetRange } from '../../clickhouse/queries/events.js';
 import { tsBounds, type Item } from './pending.js';
 import type { RecentIds } from './recent-ids.js';
 import { eventTime, type SinkRow, type SinkTarget } from './target.js';
@@ -10,13 +11,8 @@ import { eventTime, type SinkRow, type SinkTarget } from './target.js';
  */
 export async function markStored<R extends SinkRow>(target: SinkTarget<R>, ch: Ch, topic: string, items: Item<R>[]): Promise<number> {
   if (items.length === 0) return 0;
-  const stored = await target.storedOffsets(ch, {
-    topic,
-    partitions: [...new Set(items.map((i) => i.partition))],
-    fromOffset: items.reduce((m, i) => (BigInt(i.offset) < m ? BigInt(i.offset) : m), BigInt(items[0]!.offset)),
-    toOffset: items.reduce((m, i) => (BigInt(i.offset) > m ? BigInt(i.offset) : m), 0n),
-    ...tsBounds(items),
-  });
+  const stored = await target.storedOffsets(ch, { topic, ranges: offsetRanges(items), ...tsBounds(items) });
+  if (stored.size === 0) return 0;
   let found = 0;
   for (const i of items) {
     if (stored.has(`${i.partition}:${i.offset}:${i.index}`)) {
@@ -25,6 +21,22 @@ export async function markStored<R extends SinkRow>(target: SinkTarget<R>, ch: C
     }
   }
   return found;
+}
+
+/** Per partition, the lowest and highest offset of the items (a message's elements share its offset: parsed once). */
+export function offsetRanges(items: readonly Item<unknown>[]): OffsetRange[] {
+  const ranges = new Map<number, OffsetRange>();
+  let last: { partition: number; offset: string } | undefined;
+  for (const i of items) {
+    if (last && last.partition === i.partition && last.offset === i.offset) continue;
+    last = i;
+    const offset = BigInt(i.offset);
+    const r = ranges.get(i.partition);
+    if (!r) ranges.set(i.partition, { partition: i.partition, fromOffset: offset, toOffset: offset });
+    else if (offset < r.fromOffset) r.fromOffset = offset;
+    else if (offset > r.toOffset) r.toOffset = offset;
+  }
+  return [...ranges.values()];
 }
 
 /** What `markRedeliveries` did: re-deliveries marked, and how the candidates were answered. */
