@@ -1,3 +1,4 @@
+import { keepCoordinators } from './kafkajs-coordinators.js';
 import { useNativeCrc32c } from './kafkajs-crc32c.js';
 import { encodeWithoutCopies } from './kafkajs-encoder.js';
 import { stopRequestQueueSpin } from './kafkajs-request-queue.js';
@@ -15,5 +16,8 @@ export function mendKafkajs(): string[] {
     encodeWithoutCopies()
       ? ''
       : 'kafkajs changed its protocol encoder: producing copies each request several times (lib/kafkajs-encoder.ts)',
+    keepCoordinators()
+      ? ''
+      : 'kafkajs changed its cluster: each processor transaction looks up its coordinators four times (lib/kafkajs-coordinators.ts)',
   ].filter(Boolean);
 }
