@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { KafkaJSProtocolError } from 'kafkajs';
 
 /** A coordinator found is asked again after this long even if nothing failed (a moved coordinator answers NOT_COORDINATOR meanwhile). */
 const KEEP_MS = 60_000;
@@ -17,14 +18,31 @@ interface Known {
 const known = new WeakMap<Cluster, Map<string, Known>>();
 
 /**
+ * The broker codes that say the coordinator moved or cannot be reached through this connection:
+ * NETWORK_EXCEPTION, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED.
+ */
+const MOVED_CODES = new Set([13, 15, 16, 52]);
+
+/**
+ * Whether a failed request means the coordinator should be looked up again: a broker answer that
+ * says it is not (or no longer) the coordinator, or no answer at all (a connection lost, a request
+ * timed out). Any other answer came from the coordinator itself: CONCURRENT_TRANSACTIONS, which a
+ * transaction meets while the broker still writes the previous one's markers, is retried against
+ * the same broker.
+ */
+export function movesCoordinator(err: unknown): boolean {
+  return !(err instanceof KafkaJSProtocolError) || MOVED_CODES.has(err.code);
+}
+
+/**
  * Keeps the coordinators kafkajs 2.2.4 finds, per client and group (or transactional id). Its
  * transactional producer asks the broker for the transaction coordinator before each of
  * AddPartitionsToTxn, AddOffsetsToTxn and EndTxn and for the group's coordinator before
  * TxnOffsetCommit: four FindCoordinator round trips in each processor transaction, about one in
  * seven of the broker's requests in bench:ingest (benchmarks/README.md, "Coordinators kept").
- * Any error of a request sent to a kept coordinator forgets it, so the retry that follows (kafkajs's
- * own, or the processor's next transaction) looks it up again: a coordinator that moved answers
- * NOT_COORDINATOR once. A client that connects or disconnects forgets them all: its brokers'
+ * A request sent to a kept coordinator that fails as `movesCoordinator` says forgets it, so the retry
+ * that follows (kafkajs's own, or the processor's next transaction) looks it up again: a coordinator
+ * that moved answers NOT_COORDINATOR once. A client that connects or disconnects forgets them all: its brokers'
  * connections are made anew. Returns false when kafkajs no longer has the methods.
  */
 export function keepCoordinators(): boolean {
@@ -64,8 +82,11 @@ export function keepCoordinators(): boolean {
   return true;
 }
 
-/** The broker, its requests forgetting it as the coordinator when they fail. */
-function forgettingOnError(broker: object, forget: () => void): object {
+/** The broker, its requests forgetting it as the coordinator when they fail as if it moved. */
+function forgettingOnError(broker: object, forgetAny: () => void): object {
+  const forget = (err: unknown) => {
+    if (movesCoordinator(err)) forgetAny();
+  };
   return new Proxy(broker, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
@@ -75,12 +96,12 @@ function forgettingOnError(broker: object, forget: () => void): object {
         try {
           result = (value as (...a: unknown[]) => unknown).apply(target, args);
         } catch (err) {
-          forget();
+          forget(err);
           throw err;
         }
         if (!(result instanceof Promise)) return result;
         return result.catch((err: unknown) => {
-          forget();
+          forget(err);
           throw err;
         });
       };
