@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { KafkaJSProtocolError } from 'kafkajs';
+import kafkajs from 'kafkajs';
 
 /** A coordinator found is asked again after this long even if nothing failed (a moved coordinator answers NOT_COORDINATOR meanwhile). */
 const KEEP_MS = 60_000;
@@ -22,6 +22,9 @@ const known = new WeakMap<Cluster, Map<string, Known>>();
  * NETWORK_EXCEPTION, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, TRANSACTION_COORDINATOR_FENCED.
  */
 const MOVED_CODES = new Set([13, 15, 16, 52]);
+
+// kafkajs is CommonJS and spreads its errors into its exports, which Node's named ESM imports do not see.
+const { KafkaJSProtocolError } = kafkajs;
 
 /**
  * Whether a failed request means the coordinator should be looked up again: a broker answer that
