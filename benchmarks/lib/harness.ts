@@ -165,6 +165,7 @@ export function startProcess(
     env: { ...env, ...launch.env },
     stdio: ['ignore', onStdoutLine ? 'pipe' : 'ignore', 'pipe'],
   });
+  stopsWithBench(child);
   if (launch.nice && child.pid !== undefined) setPriority(child.pid, launch.nice);
   if (onStdoutLine) {
     let buffered = '';
@@ -193,6 +194,25 @@ export function startProcess(
         child.kill('SIGTERM');
       }),
   };
+}
+
+const started = new Set<ChildProcess>();
+let stopsOnSignal = false;
+
+/**
+ * A bench stopped with SIGTERM or SIGINT (`kill`, Ctrl-C) stops the processes it started with
+ * SIGTERM, each shutting down in order, rather than leaving them running on the stack.
+ */
+function stopsWithBench(child: ChildProcess): void {
+  if (!stopsOnSignal)
+    for (const signal of ['SIGTERM', 'SIGINT'] as const)
+      process.once(signal, () => {
+        for (const c of started) c.kill('SIGTERM');
+        process.exit(signal === 'SIGTERM' ? 143 : 130);
+      });
+  stopsOnSignal = true;
+  started.add(child);
+  child.once('exit', () => started.delete(child));
 }
 
 /**
@@ -252,13 +272,16 @@ const CLOCK_TICKS = 100;
  * (Postgres' backends), from one pass over /proc; NaN for a process not running.
  */
 export function cpuSecondsOf(pids: Record<string, number | undefined>): Record<string, number> {
-  const byPid = new Map<number, { ppid: number; cpu: number }>();
+  const byPid = new Map<number, { ppid: number; cpu: number; reaped: number }>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      byPid.set(Number(entry), { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]) });
+      // utime and stime, and cutime and cstime: what its children that ended used. The latter
+      // count for the named process alone (a Postgres backend that exits moves its time into the
+      // postmaster's), so a sum over a process and its live children never goes down.
+      byPid.set(Number(entry), { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) });
     } catch {
       // The process ended between the listing and the read.
     }
@@ -267,7 +290,7 @@ export function cpuSecondsOf(pids: Record<string, number | undefined>): Record<s
     Object.entries(pids).map(([name, pid]) => {
       if (!pid || !byPid.has(pid)) return [name, NaN];
       let ticks = 0;
-      for (const [id, s] of byPid) if (id === pid || s.ppid === pid) ticks += s.cpu;
+      for (const [id, s] of byPid) if (id === pid || s.ppid === pid) ticks += s.cpu + (id === pid ? s.reaped : 0);
       return [name, ticks / CLOCK_TICKS];
     }),
   );
