@@ -55,8 +55,10 @@ const { values: args } = cliArgs(
       // Pipeline processes: each takes a share of every group's partitions (how the pipeline scales).
       pipelines: { type: 'string', default: '1' },
       'sample-seconds': { type: 'string', default: '60' },
-      // A directory for the pipelines' info-level logs (processor stats each minute, rebalances, restores).
+      // A directory for the pipelines' logs (info: processor stats each minute, rebalances, restores;
+      // debug, with --log-level: every sink write, how long its batch was held and how long it took).
       logs: { type: 'string' },
+      'log-level': { type: 'string', default: 'info' },
       // Each process's heap after a full GC (through its inspector) at warm-up, every 5th sample and
       // at the end: whether RSS growth is live heap. Each GC pauses that process for up to a second.
       heap: { type: 'boolean', default: false },
@@ -116,7 +118,7 @@ const inspectEnv = (port: number): Record<string, string> =>
   args.heap ? { NODE_OPTIONS: [env.NODE_OPTIONS, `--inspect=127.0.0.1:${port}`].filter(Boolean).join(' ') } : {};
 const pipelines = startPipelines(
   Number(args.pipelines),
-  logDir ? { ...env, LOG_LEVEL: 'info' } : env,
+  logDir ? { ...env, LOG_LEVEL: args['log-level'] } : env,
   logDir ? (name, line) => appendFileSync(join(logDir, `${name}.log`), line + '\n') : undefined,
   (i) => inspectEnv(INSPECT.pipeline + i),
 );

@@ -222,7 +222,8 @@ export class Sink<R extends SinkRow> {
     this.uncommitted.delete(pending);
     if (pending.epoch === this.epoch) for (const [p, next] of pending.commit) this.ownership.committed(p, BigInt(next));
     this.log.debug(
-      { items: pending.items.length, rows: pending.rows, ms: Date.now() - started, totals: this.stats },
+      // heldMs: from the batch's first message in hand to its write's start (the hold, then the write ahead of it).
+      { items: pending.items.length, rows: pending.rows, heldMs: started - pending.firstAt, ms: Date.now() - started, totals: this.stats },
       'batch written and committed',
     );
   }
