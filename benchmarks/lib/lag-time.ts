@@ -13,7 +13,7 @@ interface Heads {
   ends: Map<number, number>;
 }
 
-/** Head offsets kept: enough to date any lag the soak can build up, at one look-up a second. */
+/** Head offsets kept: enough to date any lag the soak can build up (a look-up every `everyMs`). */
 const KEPT_MS = 10 * 60_000;
 
 /**
@@ -36,7 +36,7 @@ export class LagInTime {
     private readonly watched: Watched[],
     private readonly everyMs = 1000,
   ) {
-    for (const w of watched) this.worstSince.set(w.name, 0);
+    for (const w of watched) this.worstSince.set(w.name, Number.NaN);
   }
 
   start(): void {
