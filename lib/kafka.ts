@@ -153,6 +153,9 @@ export async function topicEndOffsets(admin: Admin, topic: string, timeoutMs = 3
  *   batch's fixed costs (a processor's transaction, a sink's insert), not the processing, bound the rate.
  * - `live`: a `bulk` member whose first, empty fetch (an edge listens once every tail's has
  *   answered) lasts its whole wait: 250 ms.
+ * - `hold`: a `bulk` member that fetches while it holds a batch (the events sink): the broker
+ *   answers once 512 KB are there or 250 ms passed, so a message waits at most that long to join
+ *   the batch, and a steady load is fetched a few times a second rather than a message at a time.
  * - `restore`: a throwaway reader of a changelog, gone once it has read to the end.
  * Fetches wait up to a second: the broker answers as soon as data arrives (minBytes 1), and at
  * 250 ms an idle pipeline's dozen members cost it and the broker about twice the CPU
@@ -170,6 +173,7 @@ const CONSUMER_KINDS = {
   member: MEMBER,
   bulk: BULK,
   live: { ...BULK, maxWaitTimeInMs: 250 },
+  hold: { ...BULK, minBytes: 512 * 1024, maxWaitTimeInMs: 250 },
   restore: { sessionTimeout: 10_000, maxWaitTimeInMs: 100, readUncommitted: false },
 } satisfies Record<string, Omit<ConsumerConfig, 'groupId'>>;
 export type ConsumerKind = keyof typeof CONSUMER_KINDS;

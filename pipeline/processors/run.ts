@@ -5,7 +5,8 @@ import { LogThrottle } from '../../lib/log-throttle.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Queryable } from '../../postgres/client.js';
 import { healthTarget, occupancyTarget } from '../sink/derived.js';
-import { runSink, type RunningSink, type SinkRow, type SinkTarget } from '../sink/sink.js';
+import { runSink, type RunningSink } from '../sink/run.js';
+import type { SinkRow, SinkTarget } from '../sink/sink.js';
 import { createHealthProcessor } from './health.js';
 import { createOccupancyProcessor, type UnreflectedReason } from './occupancy.js';
 import type { Processor } from './processor.js';
@@ -124,6 +125,8 @@ export async function runProcessors(opts: ProcessorSetOptions): Promise<RunningP
         batchMs: opts.outputBatchMs ?? opts.batchMs,
         drainMs: opts.drainMs,
         onInsert: opts.onInsert,
+        // A few commits a second, batched for seconds: a fetch when they arrive is soon enough, and idles cheaper than a poll.
+        fetch: 'bulk',
       }),
     );
     // Each its own cache, so one processor's reloads do not change what the other sees when.

@@ -6,7 +6,8 @@ import { describeError } from './dead-letter.js';
 import type { Queryable } from '../../postgres/client.js';
 import { advanceLastEventAt } from '../../postgres/queries/venues.js';
 import { partitionKey, toRow } from './rows.js';
-import { runSink, Sink, type RunningSink, type SinkOptions, type SinkTarget } from './sink.js';
+import { runSink, type RunningSink } from './run.js';
+import { Sink, type SinkOptions, type SinkTarget } from './sink.js';
 import { eventTime } from './target.js';
 
 export type { SinkOptions, SinkStats } from './sink.js';

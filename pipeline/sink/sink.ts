@@ -1,4 +1,4 @@
-import type { Batch, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
+import type { Batch, Consumer, EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../../lib/logger.js';
 import { deadLetter } from './dead-letter.js';
 import { decodeBatch } from './decode.js';
@@ -8,7 +8,7 @@ import { newSinkStats, type SinkOptions, type SinkRow, type SinkStats, type Sink
 import { VenueContexts } from './venue-context.js';
 import { ViewRepairs } from './view-repair.js';
 import { mapLarge } from '../../lib/arrays.js';
-import { runConsumer, type RunningConsumer } from '../../lib/consumer.js';
+import { gateRejoins } from '../../lib/kafkajs-rejoin-gate.js';
 
 export type { Decoded, SinkOptions, SinkRow, SinkStats, SinkTarget, Undecodable } from './target.js';
 
@@ -18,17 +18,19 @@ export type { Decoded, SinkOptions, SinkRow, SinkStats, SinkTarget, Undecodable 
  * and the processors' output sinks are instances of it, each with its own `SinkTarget`. What the
  * loop guarantees, and why, in docs/pipeline.md:
  *
- * - Batches accumulate across partitions and fetches until `batchRows` rows or `batchMs` (a call
- *   whose partition is caught up waits for that deadline itself, so the tail of a burst is written
- *   too). Every write happens inside an eachBatch call, and kafkajs rejoins after a rebalance only
- *   once those calls returned: a write never overlaps a new owner's writes of the same partition
- *   (#batching).
+ * - Batches accumulate across partitions and fetches until `batchRows` rows or `batchMs`. A call
+ *   returns once it has held its messages, so kafkajs goes on fetching into the batch while it
+ *   waits for its deadline; a timer writes a batch that no call found due (the tail of a burst).
+ *   The consumer joins its group again only after the write under way ended, and nothing held
+ *   before is written after (lib/kafkajs-rejoin-gate.ts): a write never overlaps a new owner's
+ *   writes of the same partition (#batching). A call that finds the batch due awaits its write, so
+ *   at most one batch is written while the next one fills.
  * - Offsets are committed only after the rows are in ClickHouse; after a (re)assignment or a failed
  *   write the positions already stored are looked up and skipped, as are re-delivered vendor event
  *   ids, so a replay stores nothing twice (#offsets-replays-and-the-exactly-once-effect). Writes
  *   are serialized.
- * - While ClickHouse, Postgres or the dead-letter topic is away the write is retried inside the call
- *   that owns it, heartbeating: kafkajs fetches nothing meanwhile, keeps the membership, and nothing
+ * - While ClickHouse, Postgres or the dead-letter topic is away the write is retried, heartbeating:
+ *   once the next batch is due too kafkajs fetches nothing more, keeps the membership, and nothing
  *   is committed (#pausing-while-clickhouse-is-unavailable).
  * - Poison messages go to the dead-letter topic with their reason, then are committed past
  *   (#poison-messages--dead-letter-topic).
@@ -36,7 +38,7 @@ export type { Decoded, SinkOptions, SinkRow, SinkStats, SinkTarget, Undecodable 
  * Beside this loop: `target.ts` (what a sink is given), `decode.ts` (messages → rows or dead
  * letters), `pending.ts` (the batch held, and its split into inserts), `stored.ts` (the look-up of
  * stored positions and re-deliveries), `ownership.ts` (when to look up), `recent-ids.ts` (the ids
- * stored lately).
+ * stored lately), `run.ts` (a sink as a group member).
  */
 
 interface Control {
@@ -74,8 +76,10 @@ export class Sink<R extends SinkRow> {
   private draining = false;
   /** After this instant retries give up (set by drain). */
   private giveUpAt = Infinity;
-  private wake!: () => void;
-  private readonly woken = new Promise<void>((resolve) => (this.wake = resolve));
+  /** The control of the latest call, for a write no call awaits; the timer that starts it, and for which batch. */
+  private control?: Control;
+  private dueTimer?: NodeJS.Timeout;
+  private timerFor?: Pending<R>;
   private readonly repairs: ViewRepairs<R>;
 
   constructor(
@@ -105,6 +109,7 @@ export class Sink<R extends SinkRow> {
   /** Wires the sink to its consumer before the consumer runs: group joins and rewinds. */
   attach(consumer: Consumer): void {
     this.consumer = consumer;
+    gateRejoins(this.eachBatch, () => this.beforeRejoin());
     // kafkajs restarts from the committed offsets after every join (no rewind needed); what was
     // held is refetched, and another member may have written our former partitions meanwhile.
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
@@ -130,8 +135,9 @@ export class Sink<R extends SinkRow> {
       this.ownership.fetched(batch.partition, batch.highWatermark);
       this.hold(pending, batch, items);
       payload.resolveOffset(batch.lastOffset());
-      if (!this.due(pending) && batch.offsetLag() === '0') await this.waitUntilDue(pending, ctl);
-      if (this.due(pending) || pending.written) await this.flush(pending, ctl);
+      this.control = ctl;
+      if (this.due(pending)) await this.flush(pending, ctl);
+      else this.writeWhenDue(pending);
     } catch (err) {
       if (err instanceof Abandoned) {
         if (err.rethrow) throw err.rethrow;
@@ -152,7 +158,7 @@ export class Sink<R extends SinkRow> {
     this.draining = true;
     this.giveUpAt = Date.now() + timeoutMs;
     this.repairs.stop();
-    this.wake();
+    this.stopTimer();
     const consumer = this.consumer;
     try {
       consumer?.pause([{ topic: this.opts.topics.events }]);
@@ -161,16 +167,30 @@ export class Sink<R extends SinkRow> {
     }
     while (this.active > 0) await sleep(10);
     const pending = this.current;
-    if (!consumer || pending.items.length === 0) return;
-    const ctl: Control = {
-      heartbeat: async () => undefined,
-      isRunning: () => Date.now() < this.giveUpAt,
-      commit: (partitions) => consumer.commitOffsets(partitions.map((p) => ({ topic: this.opts.topics.events, ...p }))),
-    };
-    await this.flush(pending, ctl).catch((err: unknown) => {
-      if (!(err instanceof Abandoned)) throw err;
-      this.log.warn('could not write the held events before shutdown; they are replayed on restart');
-    });
+    if (consumer && pending.items.length > 0) {
+      const ctl: Control = {
+        heartbeat: async () => undefined,
+        isRunning: () => Date.now() < this.giveUpAt,
+        commit: (partitions) => consumer.commitOffsets(partitions.map((p) => ({ topic: this.opts.topics.events, ...p }))),
+      };
+      await this.flush(pending, ctl).catch((err: unknown) => {
+        if (!(err instanceof Abandoned)) throw err;
+        this.log.warn('could not write the held events before shutdown; they are replayed on restart');
+      });
+    }
+    // A timer's write under way ends before the consumer leaves the group.
+    await this.settled();
+  }
+
+  /** Before the member joins its group again: nothing held is written any more, and the write under way ends first. */
+  private async beforeRejoin(): Promise<void> {
+    this.dropUncommitted('joining the group again', false);
+    await this.settled();
+  }
+
+  /** Resolves when the writes queued so far have ended, however they ended (each write's caller handles its failure). */
+  private settled(): Promise<void> {
+    return this.chain.catch(() => undefined);
   }
 
   private hold(pending: Pending<R>, batch: Batch, items: Item<R>[]): void {
@@ -182,13 +202,29 @@ export class Sink<R extends SinkRow> {
     return this.draining || pending.rows >= this.maxRows || Date.now() - pending.firstAt >= this.opts.batchMs;
   }
 
-  /** Waits (heartbeating) until the pending batch is due or someone else started writing it. */
-  private async waitUntilDue(pending: Pending<R>, ctl: Control): Promise<void> {
-    while (!this.due(pending) && !pending.written) {
-      const left = pending.firstAt + this.opts.batchMs - Date.now();
-      await Promise.race([sleep(Math.min(Math.max(left, 1), 1000)), this.woken]);
-      await this.beat(ctl);
-    }
+  /** Writes `pending` at its deadline unless a call found it due first (the batch is then no longer current). */
+  private writeWhenDue(pending: Pending<R>): void {
+    if (this.timerFor === pending) return;
+    this.stopTimer();
+    this.timerFor = pending;
+    this.dueTimer = setTimeout(
+      () => {
+        this.timerFor = undefined;
+        if (pending !== this.current || this.draining || !this.control) return;
+        this.flush(pending, this.control).catch((err: unknown) => {
+          // Abandoned: what it held was dropped already (a rebalance, a stop) and is fetched again.
+          if (err instanceof Abandoned) return;
+          this.dropUncommitted('unexpected error');
+          this.log.error({ err }, 'writing a held batch failed; its events are fetched again');
+        });
+      },
+      Math.max(0, pending.firstAt + this.opts.batchMs - Date.now()),
+    );
+  }
+
+  private stopTimer(): void {
+    clearTimeout(this.dueTimer);
+    this.timerFor = undefined;
   }
 
   /** Detaches `pending` (if current) and queues its write; every caller holding it awaits the same write. */
@@ -198,9 +234,11 @@ export class Sink<R extends SinkRow> {
     return pending.written;
   }
 
-  private async write(pending: Pending<R>, ctl: Control): Promise<void> {
+  private async write(pending: Pending<R>, given: Control): Promise<void> {
     // Dropped while queued: kafkajs refetches these messages.
     if (pending.epoch !== this.epoch) throw new Abandoned();
+    // Dropped while retried (a rejoin waits for this write): it stops at its next step.
+    const ctl: Control = { ...given, isRunning: () => given.isRunning() && pending.epoch === this.epoch };
     const started = Date.now();
     // Keep the session alive during long inserts: the coordinator then waits for this member to
     // rejoin (up to the rebalance timeout, longer than a ClickHouse request may take) before it
@@ -346,6 +384,7 @@ export class Sink<R extends SinkRow> {
     }
     this.uncommitted.clear();
     this.epoch++;
+    this.stopTimer();
     this.current = new Pending(this.epoch);
     this.ownership.reset();
     for (const [partition, offset] of rewind ? from : []) {
@@ -357,35 +396,4 @@ export class Sink<R extends SinkRow> {
     }
     if (dropped > 0) this.log.info({ reason, dropped }, 'dropped uncommitted events; they are refetched');
   }
-}
-
-export interface RunningSink<R extends SinkRow = SinkRow> {
-  sink: Sink<R>;
-  consumer: RunningConsumer;
-  /** Stops fetching, writes and commits what is held (within `drainMs`), then leaves the group. */
-  stop(): Promise<void>;
-}
-
-/** Runs a sink as one member of `groupId`, over as many concurrent partitions as the topic has. */
-export async function runSink<R extends SinkRow>(
-  kafka: Kafka,
-  target: SinkTarget<R>,
-  opts: SinkOptions & { groupId: string; partitions: number; drainMs: number },
-): Promise<RunningSink<R>> {
-  const sink = new Sink<R>(opts, target);
-  const consumer = await runConsumer(kafka, opts.log, {
-    groupId: opts.groupId,
-    topic: opts.topics.events,
-    eachBatch: sink.eachBatch,
-    partitionsConsumedConcurrently: opts.partitions,
-    onCreate: (c) => sink.attach(c),
-  });
-  return {
-    sink,
-    consumer,
-    async stop() {
-      await sink.drain(opts.drainMs);
-      await consumer.stop();
-    },
-  };
 }

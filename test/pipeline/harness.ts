@@ -14,7 +14,8 @@ import { createDb, one, sql, type Db } from '../../postgres/client.js';
 import { expect } from 'vitest';
 import { insertEvents, type EventRow } from '../../clickhouse/queries/events.js';
 import { eventsTarget, type RunningSink, type SinkOptions } from '../../pipeline/sink/events-sink.js';
-import { runSink, type SinkTarget } from '../../pipeline/sink/sink.js';
+import { runSink } from '../../pipeline/sink/run.js';
+import type { SinkTarget } from '../../pipeline/sink/sink.js';
 import type { Plan } from '../../domain/tenants/plans.js';
 
 /** A real stack for sink tests: its own events and dead-letter topics, so offsets and counts are its own. */

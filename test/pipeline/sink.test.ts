@@ -408,6 +408,63 @@ describe('events sink', () => {
     }
   });
 
+  it('while it writes a batch no call awaits, the group waits for that write before partitions move', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC', 'Asia/Kolkata', 'America/New_York']);
+    const events = workload(t, 1200);
+    const proxy = await tcpProxy(h.cfg.CLICKHOUSE_URL);
+    const ch = quietCh(h.cfg, proxy.url);
+    const g = group();
+    const a = await startSink(h, g, { ch, batchRows: 100_000, batchMs: 300 });
+    let b: Promise<RunningSink> | undefined;
+    try {
+      const fetched = new Promise<void>((resolve) =>
+        a.consumer.consumer.on(a.consumer.consumer.events.START_BATCH_PROCESS, () => resolve()),
+      );
+      proxy.hold();
+      await produce(h, events);
+      await fetched;
+      // The batch's deadline passed: its write is under way, its requests held on the way to ClickHouse.
+      await sleep(1000);
+      expect(a.sink.stats.commits).toBe(0);
+      // A second member: the group rebalances, and joining resolves only once the first member joined again.
+      b = startSink(h, g);
+      await sleep(3000);
+      const [desc] = (await h.admin.describeGroups([g])).groups;
+      expect(desc!.state).not.toBe('Stable');
+      // Nobody took the partitions of the write under way.
+      expect(await rawCount(h)).toBe(0);
+      proxy.release();
+      await b;
+      await allCommitted(h, g);
+      await expectExact(events, t.venueIds);
+      expect(a.sink.stats.commits).toBeGreaterThan(0);
+    } finally {
+      proxy.release();
+      await (await b)?.stop();
+      await a.stop();
+      await ch.close();
+      await proxy.close();
+    }
+  });
+
+  it('fetches while it holds a batch: messages that arrive meanwhile are written with it', async () => {
+    const t = await newTenant(h.db, 'pro', ['UTC']);
+    const events = workload(t, 400);
+    const g = group();
+    const s = await startSink(h, g, { batchRows: 100_000, batchMs: 3000 });
+    try {
+      await produce(h, events.slice(0, 200));
+      await sleep(1500);
+      await produce(h, events.slice(200));
+      await allCommitted(h, g);
+      // One write: the second half joined the batch the first half started, before its deadline.
+      expect(s.sink.stats.commits).toBe(1);
+      await expectExact(events, t.venueIds);
+    } finally {
+      await s.stop();
+    }
+  });
+
   it('at shutdown stops fetching, writes and commits what it holds, then leaves', async () => {
     const t = await newTenant(h.db, 'pro', ['UTC']);
     const events = workload(t, 200);

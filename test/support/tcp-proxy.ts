@@ -22,7 +22,6 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
     if (isDown) return void client.destroy();
     const upstream = connect(Number(upstreamUrl.port), upstreamUrl.hostname);
     clients.add(client);
-    if (held) client.pause();
     const end = () => {
       clients.delete(client);
       client.destroy();
@@ -31,6 +30,8 @@ export async function tcpProxy(target: string): Promise<TcpProxy> {
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
     client.pipe(upstream).pipe(client);
+    // After pipe, which resumes its source.
+    if (held) client.pause();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = new URL(target);
