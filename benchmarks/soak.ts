@@ -87,6 +87,8 @@ const [API_PORT, EDGE_PORT] = [3193, 3194];
 const { cfg: baseCfg } = benchConfig({});
 const dbUrl = new URL(baseCfg.DATABASE_URL);
 dbUrl.pathname = '/venue_soak';
+// Each process's /metrics on loopback (pipelines from .pipeline on), read for its event loop's longest stall of each sample.
+const METRICS_PORTS = { api: 19464, edge: 19465, pipeline: 19466 };
 const { cfg, env } = benchConfig({
   NODE_ENV: 'production',
   LOG_LEVEL: 'warn',
@@ -99,8 +101,8 @@ const { cfg, env } = benchConfig({
   API_PORT: String(API_PORT),
   EDGE_HOST: '127.0.0.1',
   EDGE_PORT: String(EDGE_PORT),
-  API_METRICS_PORT: '0',
-  EDGE_METRICS_PORT: '0',
+  API_METRICS_PORT: String(METRICS_PORTS.api),
+  EDGE_METRICS_PORT: String(METRICS_PORTS.edge),
   PIPELINE_METRICS_PORT: '0',
 });
 console.log(
@@ -120,7 +122,7 @@ const pipelines = startPipelines(
   Number(args.pipelines),
   logDir ? { ...env, LOG_LEVEL: args['log-level'] } : env,
   logDir ? (name, line) => appendFileSync(join(logDir, `${name}.log`), line + '\n') : undefined,
-  (i) => inspectEnv(INSPECT.pipeline + i),
+  (i) => ({ ...inspectEnv(INSPECT.pipeline + i), PIPELINE_METRICS_PORT: String(METRICS_PORTS.pipeline + i) }),
 );
 const procs = {
   api: startProcess('api', 'dist/apps/api/main.js', { ...env, ...inspectEnv(INSPECT.api) }),
@@ -132,6 +134,29 @@ const inspectPorts: Record<string, number> = {
   edge: INSPECT.edge,
   ...Object.fromEntries(pipelines.map((p, i) => [p.name, INSPECT.pipeline + i])),
 };
+const metricsPorts: Record<string, number> = {
+  api: METRICS_PORTS.api,
+  edge: METRICS_PORTS.edge,
+  ...Object.fromEntries(pipelines.map((p, i) => [p.name, METRICS_PORTS.pipeline + i])),
+};
+/**
+ * The longest its event loop was blocked since the previous read, ms, per process (NaN where the
+ * metrics did not answer): prom-client's event-loop delay, reset at every read. A stall in one
+ * pipeline holds back the partitions of every group it owns at once.
+ */
+async function eventLoopMaxMs(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const [name, port] of Object.entries(metricsPorts)) {
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+      const line = text.split('\n').find((l) => l.startsWith('nodejs_eventloop_lag_max_seconds'));
+      out[name] = line ? round(Number(line.slice(line.lastIndexOf(' ') + 1)) * 1000, 0) : NaN;
+    } catch {
+      out[name] = NaN;
+    }
+  }
+  return out;
+}
 /** Heap used after a full GC, MB, per process (NaN where the inspector did not answer). */
 async function heapAfterGcMb(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
@@ -275,6 +300,7 @@ while (Date.now() < deadline) {
     deriveBehindS: await deriveBehindS().catch(() => NaN),
     latencyMs: { p50: round(percentile(waits, 50)), p95: round(percentile(waits, 95)), p99: round(percentile(waits, 99)) },
     cpuPercent,
+    eventLoopMaxMs: await eventLoopMaxMs(),
     ...(heapDue ? { heapAfterGcMb: await heapAfterGcMb() } : {}),
   };
   samples.push(sample);
