@@ -7,7 +7,7 @@ import { createHousekeepingCh, scheduleHousekeeping } from '../../pipeline/house
 import { runEventsSink } from '../../pipeline/sink/events-sink.js';
 import { runProcessors } from '../../pipeline/processors/run.js';
 import { runAlarmRules } from '../../pipeline/alarms/alarm-rules.js';
-import { startDeriveJob } from '../../pipeline/derive/job.js';
+import { startDeriveThread } from '../../pipeline/derive/thread.js';
 import { createKafka, TRANSACTIONAL_RETRY } from '../../lib/kafka.js';
 import { startMetrics } from '../../lib/metrics.js';
 import { createPipelineMetrics } from './metrics.js';
@@ -64,13 +64,7 @@ const alarmRules = await runAlarmRules({
   publisher: services.publisher,
   prefix: cfg.KAFKA_TOPIC_PREFIX,
 });
-const derive = startDeriveJob({
-  ch: services.ch,
-  db: services.db,
-  log,
-  intervalMs: cfg.DERIVE_INTERVAL_MS,
-  roundBudgetMs: cfg.DERIVE_ROUND_BUDGET_MS,
-});
+const derive = startDeriveThread(cfg, log);
 metrics.observeDerive(derive.stats);
 const housekeepingCh = createHousekeepingCh(cfg, log);
 const housekeeping = scheduleHousekeeping(housekeepingCh, log, { onPartition: metrics.observeHousekeeping });

@@ -160,6 +160,7 @@ export function startProcess(
   const nodeArgs = [
     ...launch.flags,
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
+    ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []),
   ];
   const child = spawn(process.execPath, [...nodeArgs, root ? join(root, entry) : repoPath(entry)], {
     env: { ...env, ...launch.env },
