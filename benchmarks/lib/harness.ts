@@ -145,6 +145,7 @@ export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 1
  * Runs a built entry point (dist/...) with the given environment, its service's Node flags and
  * CPU priority (apps/processes.ts) until `stop()`. With
  * BENCH_CPU_PROF=<dir> each process writes a V8 CPU profile there when it stops.
+ * BENCH_NODE_FLAGS adds its space-separated Node flags to every process (`--log-deopt …`).
  */
 export function startProcess(
   name: string,
