@@ -18,7 +18,15 @@ export type FromDerive = { type: 'stats'; stats: DeriveStats } | { type: 'round-
 /** A thread that ended by itself (a crash) is started again after this long. */
 const RESTART_MS = 5_000;
 
-export function startDeriveThread(cfg: Config, log: Logger, opts: { name?: string } = {}): RunningDerive {
+export interface DeriveThreadOptions {
+  /** The progress row's name (tests). */
+  name?: string;
+  /** How long after a thread ended by itself the next one starts (RESTART_MS; tests shorten it). */
+  restartMs?: number;
+}
+
+export function startDeriveThread(cfg: Config, log: Logger, opts: DeriveThreadOptions = {}): RunningDerive {
+  const restartMs = opts.restartMs ?? RESTART_MS;
   const stats: DeriveStats = {
     rounds: 0,
     failures: 0,
@@ -61,10 +69,10 @@ export function startDeriveThread(cfg: Config, log: Logger, opts: { name?: strin
         if (!stopping) {
           stats.failures++;
           before.failures++;
-          log.error({ code, restartMs: RESTART_MS }, 'derive thread: ended by itself; starting it again');
+          log.error({ code, restartMs }, 'derive thread: ended by itself; starting it again');
           restart = setTimeout(() => {
             current = start();
-          }, RESTART_MS);
+          }, restartMs);
         }
         resolve();
       }),

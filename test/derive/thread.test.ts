@@ -9,6 +9,7 @@ import type { RunningDerive } from '../../pipeline/derive/job.js';
 import { toRow } from '../../pipeline/sink/rows.js';
 import type { Db } from '../../postgres/client.js';
 import { testConfig } from '../support/env.js';
+import { waitFor } from '../pipeline/harness.js';
 import { deviceId, event, newVenue } from '../processors/harness.js';
 import { MINUTE, oracleOccupancy, oracleVisits, type DoorEvent, type Sighting } from './oracle.js';
 import { scratchDatabase, storedFigures, type ScratchDatabase } from './scratch-database.js';
@@ -84,4 +85,20 @@ describe('the derive job in its own thread', () => {
     await other.runOnce();
     expect(other.stats).toMatchObject({ leading: true, failures: 0 });
   }, 120_000);
+
+  it('starts a thread that ended by itself again, counting each end as a failed round, until stopped', async () => {
+    // A configuration the thread cannot start with (the process's own was checked before): it throws at once.
+    const broken = startDeriveThread({ ...testConfig(), CLICKHOUSE_URL: 'no url' }, log, { restartMs: 200 });
+    try {
+      await waitFor('two ends, the second after a restart', async () => broken.stats.failures >= 2, 30_000);
+      expect(broken.stats.leading).toBe(false);
+      // A round asked of a thread that ends is not waited on for ever.
+      await broken.runOnce();
+    } finally {
+      await broken.stop();
+    }
+    const failures = broken.stats.failures;
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(broken.stats.failures).toBe(failures);
+  }, 60_000);
 });
