@@ -47,6 +47,21 @@ export interface DeriveStats {
   leading: boolean;
 }
 
+/** The counts of a job that has run no round. */
+export const noDeriveStats = (): DeriveStats => ({
+  rounds: 0,
+  failures: 0,
+  periods: 0,
+  rowsWritten: 0,
+  visitPeriods: 0,
+  occupancyPeriods: 0,
+  carriedPeriods: 0,
+  backlogPeriods: 0,
+  lastRoundMs: 0,
+  lagSeconds: 0,
+  leading: false,
+});
+
 export interface DeriveJobOptions {
   ch: Ch;
   db: Db;
@@ -83,19 +98,7 @@ export function startDeriveJob(opts: DeriveJobOptions): RunningDerive {
   const name = opts.name ?? 'derive';
   const ch = withSettings(opts.ch, BACKGROUND_SETTINGS);
   const log = opts.log.child({ component: 'derive' });
-  const stats: DeriveStats = {
-    rounds: 0,
-    failures: 0,
-    periods: 0,
-    rowsWritten: 0,
-    visitPeriods: 0,
-    occupancyPeriods: 0,
-    carriedPeriods: 0,
-    backlogPeriods: 0,
-    lastRoundMs: 0,
-    lagSeconds: 0,
-    leading: false,
-  };
+  const stats = noDeriveStats();
   let lock: pg.PoolClient | undefined;
   let running: Promise<void> = Promise.resolve();
   let stopping = false;

@@ -1,7 +1,7 @@
 import type { Config } from '../../lib/config.js';
 import type { Logger } from '../../lib/logger.js';
 import { startThread } from '../../lib/thread.js';
-import type { DeriveStats, RunningDerive } from './job.js';
+import { noDeriveStats, type DeriveStats, type RunningDerive } from './job.js';
 
 /**
  * The derive job in a thread of its own (thread-entry.ts). A round folds the sightings of
@@ -27,19 +27,7 @@ export interface DeriveThreadOptions {
 
 export function startDeriveThread(cfg: Config, log: Logger, opts: DeriveThreadOptions = {}): RunningDerive {
   const restartMs = opts.restartMs ?? RESTART_MS;
-  const stats: DeriveStats = {
-    rounds: 0,
-    failures: 0,
-    periods: 0,
-    rowsWritten: 0,
-    visitPeriods: 0,
-    occupancyPeriods: 0,
-    carriedPeriods: 0,
-    backlogPeriods: 0,
-    lastRoundMs: 0,
-    lagSeconds: 0,
-    leading: false,
-  };
+  const stats = noDeriveStats();
   /** Counts of the threads that ended before this one: a restarted thread counts from zero. */
   const before = { rounds: 0, failures: 0, periods: 0, rowsWritten: 0, visitPeriods: 0, occupancyPeriods: 0, carriedPeriods: 0 };
   const summed = Object.keys(before) as Array<keyof typeof before>;
