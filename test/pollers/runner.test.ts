@@ -117,8 +117,10 @@ describe('poller runner', () => {
       integrations.push(await env.integration('unifi', config(c.url)));
     }
     const mine = new Set(integrations.map((i) => i.integrationId));
-    const r1 = env.runner(capturedLogger().log);
-    const r2 = env.runner(capturedLogger().log);
+    // A login that times out is made again at the next poll (right, but a second login is what this
+    // counts): on a full test run's loaded machine a TLS login once took over 1.5 s, so these wait longer.
+    const r1 = env.runner(capturedLogger().log, { requestTimeoutMs: 5000 });
+    const r2 = env.runner(capturedLogger().log, { requestTimeoutMs: 5000 });
     let r2Stopped = false;
     try {
       for (const i of integrations) await env.waitStored(i.venueId, 1);
