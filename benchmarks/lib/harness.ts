@@ -161,7 +161,7 @@ export function startProcess(
   const nodeArgs = [
     ...launch.flags,
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
-    ...(process.env.BENCH_NODE_FLAGS ? process.env.BENCH_NODE_FLAGS.split(' ') : []),
+    ...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
   ];
   const child = spawn(process.execPath, [...nodeArgs, root ? join(root, entry) : repoPath(entry)], {
     env: { ...env, ...launch.env },
