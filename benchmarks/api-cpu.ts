@@ -30,13 +30,22 @@ function handle(body: string, v: BenchVenue): Record<(typeof STAGES)[number], nu
   return { parse: t1 - t0, check: t2 - t1, canonical: t3 - t2, encode: t4 - t3 };
 }
 
-console.log(`bench:api-cpu  ${args.requests} requests of ${args.batch} events per connector, ${args.newDevices * 100} % new devices`);
+console.log(
+  `bench:api-cpu  ${args.requests} requests of ${args.batch} events per connector, ${args.newDevices * 100} % new devices${args.eventIds ? ', event ids' : ''}`,
+);
 const results: Record<string, unknown> = {};
 for (const v of venues) {
   // Bodies built ahead, so building them is not timed.
-  const bodies = Array.from({ length: args.requests }, () => ingestBody(v, args.batch, args.newDevices));
+  const bodies = Array.from({ length: args.requests }, (_, n) =>
+    ingestBody(v, args.batch, args.newDevices, Date.now(), undefined, args.eventIds ? `bench-${n}` : undefined),
+  );
   const r = timeStages(STAGES, bodies, args.batch, (body) => handle(body, v));
   results[v.connector] = r;
   report(v.connector, r, `${args.batch}-event request`);
 }
-writeCpuResult('api-cpu', args.out, { requests: args.requests, batch: args.batch, newDevices: args.newDevices }, results);
+writeCpuResult(
+  'api-cpu',
+  args.out,
+  { requests: args.requests, batch: args.batch, newDevices: args.newDevices, eventIds: args.eventIds },
+  results,
+);

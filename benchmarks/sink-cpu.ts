@@ -19,9 +19,10 @@ const target = eventsTarget(null as unknown as Queryable);
 const place = { operatorId, timezone: 'Europe/Berlin', retentionDays: limits.retentionDays };
 
 /** The events-topic messages the api publishes for one request. */
-function messagesOf(v: BenchVenue): Buffer[] {
+function messagesOf(v: BenchVenue, n: number): Buffer[] {
   const now = Date.now();
-  const { events } = JSON.parse(ingestBody(v, args.batch, args.newDevices, now)) as { events: unknown[] };
+  const body = ingestBody(v, args.batch, args.newDevices, now, undefined, args.eventIds ? `bench-${n}` : undefined);
+  const { events } = JSON.parse(body) as { events: unknown[] };
   const { valid } = checkEvents(events, v.connector, now, { days: limits.retentionDays, plan: limits.label });
   const ctx = { key: pseudonyms.keyFor(operatorId), operatorId, venueId: v.venueId, connectorType: v.connector, receivedAt: now };
   return encodeEventMessages(valid.map((e) => toCanonical(e, ctx))).map((m) => m.value);
@@ -43,12 +44,19 @@ function handle(values: Buffer[], offset: number): Record<(typeof STAGES)[number
   return { decode: t1 - t0, rows: t2 - t1, encode: t3 - t2 };
 }
 
-console.log(`bench:sink-cpu  ${args.requests} requests of ${args.batch} events per connector, ${args.newDevices * 100} % new devices`);
+console.log(
+  `bench:sink-cpu  ${args.requests} requests of ${args.batch} events per connector, ${args.newDevices * 100} % new devices${args.eventIds ? ', event ids' : ''}`,
+);
 const results: Record<string, unknown> = {};
 for (const v of venues) {
-  const requests = Array.from({ length: args.requests }, () => messagesOf(v));
+  const requests = Array.from({ length: args.requests }, (_, n) => messagesOf(v, n));
   const r = timeStages(STAGES, requests, args.batch, handle);
   results[v.connector] = r;
   report(v.connector, r, `${args.batch}-event request`);
 }
-writeCpuResult('sink-cpu', args.out, { requests: args.requests, batch: args.batch, newDevices: args.newDevices }, results);
+writeCpuResult(
+  'sink-cpu',
+  args.out,
+  { requests: args.requests, batch: args.batch, newDevices: args.newDevices, eventIds: args.eventIds },
+  results,
+);

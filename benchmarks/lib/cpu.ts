@@ -17,8 +17,12 @@ export const venues: BenchVenue[] = [
   { venueId: '3c2d1e0f-9a8b-4c7d-8e6f-5a4b3c2d1e0f', connector: 'density', pool: [] },
 ];
 
-/** `--requests` (how many to time per connector), `--batch` (events each), `--new-devices`, `--out`. */
-export function cpuArgs(defaultOut: string): { requests: number; batch: number; newDevices: number; out: string } {
+/**
+ * `--requests` (how many to time per connector), `--batch` (events each), `--new-devices`,
+ * `--event-ids` (every event with an `event_id`, so its id is derived from it: the soak fleet's
+ * requests), `--out`.
+ */
+export function cpuArgs(defaultOut: string): { requests: number; batch: number; newDevices: number; eventIds: boolean; out: string } {
   const { values } = cliArgs(
     `npm run bench:${defaultOut} --`,
     'The hot path of one process timed alone, in this process, without I/O: CPU per event (benchmarks/README.md).',
@@ -27,11 +31,18 @@ export function cpuArgs(defaultOut: string): { requests: number; batch: number; 
         requests: { type: 'string', default: '400' },
         batch: { type: 'string', default: '1000' },
         'new-devices': { type: 'string', default: '0.1' },
+        'event-ids': { type: 'boolean', default: false },
         out: { type: 'string', default: defaultOut },
       },
     },
   );
-  return { requests: Number(values.requests), batch: Number(values.batch), newDevices: Number(values['new-devices']), out: values.out! };
+  return {
+    requests: Number(values.requests),
+    batch: Number(values.batch),
+    newDevices: Number(values['new-devices']),
+    eventIds: values['event-ids']!,
+    out: values.out!,
+  };
 }
 
 /**

@@ -20,9 +20,17 @@ export interface BenchVenue {
  * One `POST /ingest` body, built when it is sent, as a connector pushes what it saw since its last
  * push: `size` events spread over (`since`, `now`] in time order (a venue's first push covers the
  * last 2 s). Meraki presence (recurring devices and a share `newDevices` of new ones), or Density
- * door counts and occupancy.
+ * door counts and occupancy. With `eventIds`, each event carries an `event_id` (`<eventIds>-<position>`),
+ * as the soak's fleet sends them.
  */
-export function ingestBody(v: BenchVenue, size: number, newDevices: number, now = Date.now(), since = now - 2000): string {
+export function ingestBody(
+  v: BenchVenue,
+  size: number,
+  newDevices: number,
+  now = Date.now(),
+  since = now - 2000,
+  eventIds?: string,
+): string {
   const span = Math.max(1, now - since);
   const events = Array.from({ length: size }, (_, i) => {
     const timestamp = new Date(since + Math.ceil(((i + 1) * span) / size)).toISOString();
@@ -50,5 +58,6 @@ export function ingestBody(v: BenchVenue, size: number, newDevices: number, now 
       payload: { space_id: 'spc_1', doorway_id: 'drw_1', direction: kind === 0 ? 1 : -1, count: 40 + (i % 30) },
     };
   });
+  if (eventIds !== undefined) events.forEach((e, i) => Object.assign(e, { event_id: `${eventIds}-${i}` }));
   return JSON.stringify({ venue_id: v.venueId, connector_type: v.connector, events });
 }

@@ -1,4 +1,4 @@
-import { randomUUID, type KeyObject } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { Message } from 'kafkajs';
 import type { Db } from '../../postgres/client.js';
@@ -9,6 +9,7 @@ import { encodeIngestReport, type IngestReport, type SourceOutcome } from '../..
 import type { ConnectorType, EventType } from '../../lib/events/vocabulary.js';
 import { encodeEventMessages } from '../../lib/events/wire.js';
 import type { Publisher } from '../../lib/kafka.js';
+import type { HmacSha256Key } from '../../lib/hmac-sha256.js';
 import type { Logger } from '../../lib/logger.js';
 import { unavailable } from '../../lib/errors.js';
 import type { Operator } from '../tenants/operators.js';
@@ -283,7 +284,14 @@ async function resolveZones(db: Db, venueId: string, valid: Valid[], errors: Ing
 /** The canonical event: identifiers replaced by the operator's keyed pseudonyms before it leaves this function. */
 export function toCanonical(
   v: Valid,
-  ctx: { key: KeyObject; operatorId: string; venueId: string; connectorType: ConnectorType; receivedAt: number; idempotencyKey?: string },
+  ctx: {
+    key: HmacSha256Key;
+    operatorId: string;
+    venueId: string;
+    connectorType: ConnectorType;
+    receivedAt: number;
+    idempotencyKey?: string;
+  },
 ): CanonicalEvent {
   const { device, metrics, payload, pseudonymise } = v.event;
   let devicePseudonym: string | null = null;
@@ -317,7 +325,7 @@ export function toCanonical(
  * vendor's), or by its position in a request with an Idempotency-Key. Derived ids repeat on a
  * re-delivery, and the sink stores an id once (docs/events.md).
  */
-function eventIdOf(v: Valid, ctx: { key: KeyObject; venueId: string; connectorType: ConnectorType; idempotencyKey?: string }): string {
+function eventIdOf(v: Valid, ctx: { key: HmacSha256Key; venueId: string; connectorType: ConnectorType; idempotencyKey?: string }): string {
   if (v.eventId !== undefined) return derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:${v.eventId}`);
   if (ctx.idempotencyKey !== undefined)
     return derivedUuid(ctx.key, `${ctx.venueId}:${ctx.connectorType}:idempotency:${ctx.idempotencyKey}:${v.index}`);

@@ -1,4 +1,5 @@
-import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { HmacSha256Key, hex16, hex32 } from '../../lib/hmac-sha256.js';
 
 /**
  * A MAC in one canonical spelling (lower-case, colon-separated), so `AA-BB-CC-DD-EE-FF`,
@@ -28,16 +29,16 @@ const MAX_CACHED_OPERATORS = 10_000;
  * and not reversible without the key.
  */
 export class Pseudonyms {
-  private readonly keys = new Map<string, KeyObject>();
+  private readonly keys = new Map<string, HmacSha256Key>();
 
   constructor(private readonly secret: string) {}
 
   /** The operator's key, derived once and cached (a small bounded map). */
-  keyFor(operatorId: string): KeyObject {
+  keyFor(operatorId: string): HmacSha256Key {
     let key = this.keys.get(operatorId);
     if (!key) {
       if (this.keys.size >= MAX_CACHED_OPERATORS) this.keys.delete(this.keys.keys().next().value!);
-      key = createSecretKey(createHmac('sha256', this.secret).update(operatorId).digest());
+      key = new HmacSha256Key(createHmac('sha256', this.secret).update(operatorId).digest());
       this.keys.set(operatorId, key);
     }
     return key;
@@ -45,7 +46,7 @@ export class Pseudonyms {
 }
 
 /**
- * Pseudonyms of recurring identifiers (a device is seen again and again): an HMAC costs ~3 µs, a
+ * Pseudonyms of recurring identifiers (a device is seen again and again): an HMAC costs ~1 µs, a
  * look-up ~0.1 (benchmarks/README.md#pseudonyms-cached-for-recurring-devices-2026-11-27-issue-30).
  * Per key, so operators and PSEUDONYM_KEYs never share an entry. The identifiers (MACs) are held in
  * this process's memory only, as while a request is handled; never written anywhere.
@@ -66,7 +67,7 @@ const RECOUNT_EVICTIONS = 1024;
 
 /** One key's entries: identifier → pseudonym, and the identifiers oldest first from `head` on. */
 interface KeyEntries {
-  key: KeyObject;
+  key: HmacSha256Key;
   pseudonyms: Map<string, string>;
   order: string[];
   head: number;
@@ -75,7 +76,7 @@ interface KeyEntries {
   misses: number;
 }
 
-const cachedPseudonyms = new Map<KeyObject, KeyEntries>();
+const cachedPseudonyms = new Map<HmacSha256Key, KeyEntries>();
 let cachedCount = 0;
 let lookups = 0;
 /** As last counted: the entries of each key in use are fair up to `fairShare`; `taken` gives the entries others need. */
@@ -132,13 +133,13 @@ function victim(asking: KeyEntries): KeyEntries {
   return asking.pseudonyms.size >= fairShare || taken.pseudonyms.size <= asking.pseudonyms.size ? asking : taken;
 }
 
-export function pseudonym(key: KeyObject, identifier: string): string {
+export function pseudonym(key: HmacSha256Key, identifier: string): string {
   let entries = cachedPseudonyms.get(key);
   if (!entries) cachedPseudonyms.set(key, (entries = { key, pseudonyms: new Map(), order: [], head: 0, usedAt: 0, misses: 0 }));
   entries.usedAt = ++lookups;
   let p = entries.pseudonyms.get(identifier);
   if (p === undefined) {
-    p = createHmac('sha256', key).update(identifier).digest('hex').slice(0, 32);
+    p = key.hex(identifier, 32);
     entries.misses++;
     if (cachedCount >= MAX_CACHED_PSEUDONYMS) evictOldest(victim(entries));
     // The asking key's own last entry may just have gone: it is cached again under its key.
@@ -151,16 +152,18 @@ export function pseudonym(key: KeyObject, identifier: string): string {
 }
 
 /** What the cache holds for `key`: its entries, and its look-ups that missed (an HMAC each) while it had entries. */
-export function pseudonymCacheOf(key: KeyObject): { entries: number; misses: number } {
+export function pseudonymCacheOf(key: HmacSha256Key): { entries: number; misses: number } {
   const e = cachedPseudonyms.get(key);
   return { entries: e?.pseudonyms.size ?? 0, misses: e?.misses ?? 0 };
 }
 
-/** A UUID (version 8, RFC 9562) derived from a keyed hash: the same input always gives the same id. */
-export function derivedUuid(key: KeyObject, input: string): string {
-  const b = createHmac('sha256', key).update(input).digest().subarray(0, 16);
-  b[6] = (b[6]! & 0x0f) | 0x80;
-  b[8] = (b[8]! & 0x3f) | 0x80;
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+/**
+ * A UUID (version 8, RFC 9562) derived from a keyed hash: the same input always gives the same id.
+ * The hash's first 128 bits, with the version (8) and the variant (binary 10) in their places.
+ */
+export function derivedUuid(key: HmacSha256Key, input: string): string {
+  const w = key.words(input);
+  const w1 = w[1]!;
+  const w2 = w[2]!;
+  return `${hex32(w[0]!)}-${hex16(w1 >>> 16)}-${hex16((w1 & 0x0fff) | 0x8000)}-${hex16(((w2 >>> 16) & 0x3fff) | 0x8000)}-${hex16(w2)}${hex32(w[3]!)}`;
 }

@@ -1,8 +1,9 @@
-import { createSecretKey, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { checkEvents, toCanonical } from '../../../domain/ingest/ingest.js';
 import { CONNECTORS } from '../../../domain/ingest/connectors/index.js';
 import { checkCanonicalEvent } from '../../../lib/events/canonical.js';
+import { HmacSha256Key } from '../../../lib/hmac-sha256.js';
 import { CONNECTOR_TYPES, type ConnectorType } from '../../../lib/events/vocabulary.js';
 
 /*
@@ -12,7 +13,7 @@ import { CONNECTOR_TYPES, type ConnectorType } from '../../../lib/events/vocabul
 const NOW = Date.parse('2026-11-27T10:00:00Z');
 const TIMESTAMP = '2026-11-27T09:59:00Z';
 const RETENTION = { days: 30, plan: 'Starter' };
-const key = createSecretKey(Buffer.alloc(32, 9));
+const key = new HmacSha256Key(Buffer.alloc(32, 9));
 const operatorId = randomUUID();
 const venueId = randomUUID();
 
@@ -94,7 +95,7 @@ describe('each vendor’s documented payloads', () => {
     expect(random!.randomizedMac).toBe(true);
     const { valid } = check('aruba', [{ type: 'device_seen', timestamp: TIMESTAMP, payload: { sta_eth_mac: 'da:a1:19:0b:7c:2e' } }]);
     const other = toCanonical(valid[0]!, {
-      key: createSecretKey(Buffer.alloc(32, 1)),
+      key: new HmacSha256Key(Buffer.alloc(32, 1)),
       operatorId,
       venueId,
       connectorType: 'aruba',
