@@ -3,8 +3,8 @@ import { createHash, createHmac } from 'node:crypto';
 /**
  * HMAC-SHA-256 (RFC 2104 over FIPS 180-4) of short texts under one key, in JavaScript. Each
  * `createHmac` sets up OpenSSL's HMAC again, hashing the key's two padded blocks and fetching the
- * digest: about 2–4 µs a call, for a 60-byte text whose own hashing is three compressions. Here the
- * padded blocks are hashed once per key, and a text costs its compressions alone (about 1 µs;
+ * digest: 2–3 µs a call here, for a 56-byte text whose own hashing is three compressions. Here the
+ * padded blocks are hashed once per key, and a text costs its compressions alone (1.3–1.6 µs;
  * benchmarks/README.md, "Keyed hashes without createHmac"). The result is node:crypto's to the bit
  * (test/unit/lib/hmac-sha256.test.ts), so identifiers derived before and after are the same.
  */

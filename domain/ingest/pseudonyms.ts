@@ -46,7 +46,7 @@ export class Pseudonyms {
 }
 
 /**
- * Pseudonyms of recurring identifiers (a device is seen again and again): an HMAC costs ~1 µs, a
+ * Pseudonyms of recurring identifiers (a device is seen again and again): an HMAC costs ~1.5 µs, a
  * look-up ~0.1 (benchmarks/README.md#pseudonyms-cached-for-recurring-devices-2026-11-27-issue-30).
  * Per key, so operators and PSEUDONYM_KEYs never share an entry. The identifiers (MACs) are held in
  * this process's memory only, as while a request is handled; never written anywhere.
