@@ -503,10 +503,7 @@ const APART = new Set(['benchClient', 'postgres', 'redis']);
 const caughtUpCpu = cpuSince(cpuBefore, cpuAfterCatchUp);
 const events = accepted + probeEvents;
 const cpuMicrosPerEvent = Object.fromEntries(Object.entries(caughtUpCpu).map(([k, v]) => [k, round((v * 1e6) / events, 1)]));
-const systemCpuMicrosPerEvent = round(
-  (Object.entries(caughtUpCpu).reduce((n, [k, v]) => (APART.has(k) ? n : n + v), 0) * 1e6) / events,
-  1,
-);
+const systemCpuMicrosPerEvent = round((Object.entries(caughtUpCpu).reduce((n, [k, v]) => (APART.has(k) ? n : n + v), 0) * 1e6) / events, 1);
 const requests = latencies.length + probeEvents;
 const storesCpuMicrosPerRequest = {
   postgres: round((caughtUpCpu.postgres! * 1e6) / requests, 0),
@@ -584,6 +581,8 @@ console.log(
       .join(', ')}, derive ${deriveCatchUpMs ?? 'not'} ms, pipeline RSS ${pipelineRssMb} MB; ` +
     `system CPU ${systemCpuMicrosPerEvent} µs/event (${Object.entries(cpuMicrosPerEvent)
       .map(([k, v]) => `${k} ${v}`)
-      .join(', ')}); Postgres ${storesCpuMicrosPerRequest.postgres} µs and Redis ${storesCpuMicrosPerRequest.redis} µs per request; written to ${path}`,
+      .join(
+        ', ',
+      )}); Postgres ${storesCpuMicrosPerRequest.postgres} µs and Redis ${storesCpuMicrosPerRequest.redis} µs per request; written to ${path}`,
 );
 process.exit(0);
