@@ -205,6 +205,14 @@ export function tsvString(value: string): string {
 
 const TSV_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
+/** The escapes ClickHouse writes in a TabSeparated String field, and what each stands for. */
+const TSV_UNESCAPES: Record<string, string> = { b: '\b', f: '\f', r: '\r', n: '\n', t: '\t', '0': '\0', "'": "'", '\\': '\\' };
+
+/** A String field of a TabSeparated answer as the value it holds: the inverse of `tsvString`, and of ClickHouse's own escapes. */
+export function tsvField(field: string): string {
+  return field.indexOf('\\') < 0 ? field : field.replace(/\\(.)/g, (_, c: string) => TSV_UNESCAPES[c] ?? c);
+}
+
 /** An Array(String) field of a TabSeparated row: `['a','b']`, each element quoted and escaped. */
 export function tsvStringArray(values: readonly string[]): string {
   let out = '[';
@@ -276,8 +284,9 @@ export async function chExec(ch: Ch, statement: ChSql | string): Promise<void> {
 }
 
 /**
- * Rows as TabSeparated text, split here: for large numeric answers (telemetry series) this parses
- * several times faster than JSONEachRow. Fields are strings as ClickHouse wrote them (`\N` = NULL).
+ * Rows as TabSeparated text, split here: for large answers (telemetry series, the derive job's
+ * inputs) this parses several times faster than JSONEachRow. Fields are strings as ClickHouse
+ * wrote them (`\N` = NULL; a String field through `tsvField`).
  */
 export async function chTsvRows(ch: Ch, statement: ChSql, settings?: ClickHouseSettings): Promise<string[][]> {
   const result = await ch.query({ query: statement.text, format: 'TabSeparated', ...(settings ? { clickhouse_settings: settings } : {}) });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chRows, chsql, insertRows, raw, type Ch, type ChSql } from '../client.js';
+import { chRows, chTsvRows, chsql, insertRows, insertTsv, raw, tsvField, tsvString, type Ch, type ChSql } from '../client.js';
 import { operatorRows } from './operator-rows.js';
 
 /** The derive job's marks, progress and occupancy history (pipeline/derive/, migration 0010); its visits are in derive-visits.ts. */
@@ -116,12 +116,20 @@ export interface FlowEventRow {
 }
 
 const metric = (name: string) => raw(`if(has(metric_names, '${name}'), metric_values[indexOf(metric_names, '${name}')], NULL)`);
+const nullableNumber = (field: string): number | null => (field === '\\N' ? null : Number(field));
+
+/*
+ * The derive job's occupancy inputs are read as TabSeparated and its points written so: a round
+ * reads every flow event of the range it recomputes and writes about one point per flow, the
+ * largest row counts it handles (benchmarks/README.md, "The derive job's occupancy rows as
+ * TabSeparated").
+ */
 
 export async function periodFlowEvents(
   ch: Ch,
   q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
 ): Promise<FlowEventRow[]> {
-  const rows = await chRows<FlowEventRow>(
+  const rows = await chTsvRows(
     ch,
     chsql`SELECT toUInt64(ts) * 1000 + ts_ms AS at, zone_id, event_type, toString(event_id) AS event_id,
                  ${metric('occupancy')} AS occupancy, ${metric('entries')} AS entries, ${metric('exits')} AS exits
@@ -130,7 +138,15 @@ export async function periodFlowEvents(
              AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
              AND event_type IN ('entry', 'exit', 'occupancy')`,
   );
-  return rows.map((r) => ({ ...r, at: Number(r.at) }));
+  return rows.map(([at, zone, type, id, occupancy, entries, exits]) => ({
+    at: Number(at),
+    zone_id: tsvField(zone!),
+    event_type: type!,
+    event_id: id!,
+    occupancy: nullableNumber(occupancy!),
+    entries: nullableNumber(entries!),
+    exits: nullableNumber(exits!),
+  }));
 }
 
 /** The live occupancy points stored for a venue in [fromMs, toMs). */
@@ -138,7 +154,7 @@ export async function storedOccupancy(
   ch: Ch,
   q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
 ): Promise<Array<{ at: number; value: number }>> {
-  const rows = await chRows<{ at: number; value: number }>(
+  const rows = await chTsvRows(
     ch,
     chsql`SELECT toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive
             FROM derived_occupancy
@@ -146,7 +162,7 @@ export async function storedOccupancy(
              AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
            GROUP BY ts, ts_ms HAVING alive = 1`,
   );
-  return rows.map((r) => ({ at: Number(r.at), value: Number(r.value) }));
+  return rows.map(([at, value]) => ({ at: Number(at), value: Number(value) }));
 }
 
 export interface DerivedOccupancyRow {
@@ -161,7 +177,12 @@ export interface DerivedOccupancyRow {
   version: number;
 }
 
-export const insertDerivedOccupancy = (ch: Ch, rows: DerivedOccupancyRow[]) => insertRows(ch, 'derived_occupancy', rows);
+const OCCUPANCY_COLUMNS = ['operator_id', 'venue_id', 'ts', 'ts_ms', 'local_day', 'value', 'retention_days', 'live', 'version'];
+const occupancyFields = (r: DerivedOccupancyRow) =>
+  `${r.operator_id}\t${r.venue_id}\t${r.ts}\t${r.ts_ms}\t${r.local_day}\t${r.value}\t${r.retention_days}\t${r.live}\t${r.version}`;
+
+export const insertDerivedOccupancy = (ch: Ch, rows: DerivedOccupancyRow[]) =>
+  insertTsv(ch, 'derived_occupancy', OCCUPANCY_COLUMNS, rows, (r) => `${occupancyFields(r)}\n`);
 
 /** Drops the marks' day partitions entirely older than `beforeSec`. */
 export async function dropOldMarks(ch: Ch, beforeSec: number): Promise<void> {
@@ -179,7 +200,7 @@ export async function storedZoneOccupancy(
   ch: Ch,
   q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
 ): Promise<Array<{ zone_id: string; at: number; value: number }>> {
-  const rows = await chRows<{ zone_id: string; at: number; value: number }>(
+  const rows = await chTsvRows(
     ch,
     chsql`SELECT zone_id, toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive
             FROM derived_zone_occupancy
@@ -187,14 +208,21 @@ export async function storedZoneOccupancy(
              AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
            GROUP BY zone_id, ts, ts_ms HAVING alive = 1`,
   );
-  return rows.map((r) => ({ zone_id: r.zone_id, at: Number(r.at), value: Number(r.value) }));
+  return rows.map(([zone, at, value]) => ({ zone_id: tsvField(zone!), at: Number(at), value: Number(value) }));
 }
 
 export interface DerivedZoneOccupancyRow extends DerivedOccupancyRow {
   zone_id: string;
 }
 
-export const insertDerivedZoneOccupancy = (ch: Ch, rows: DerivedZoneOccupancyRow[]) => insertRows(ch, 'derived_zone_occupancy', rows);
+export const insertDerivedZoneOccupancy = (ch: Ch, rows: DerivedZoneOccupancyRow[]) =>
+  insertTsv(
+    ch,
+    'derived_zone_occupancy',
+    [...OCCUPANCY_COLUMNS, 'zone_id'],
+    rows,
+    (r) => `${occupancyFields(r)}\t${tsvString(r.zone_id)}\n`,
+  );
 
 /** The query of `occupancyBefore`: one row per zone ('' for the venue), `last_at` '0' when the venue has none. */
 export function occupancyBeforeSql(q: { operatorId: string; venueId: string; fromMs: number; beforeMs: number }): ChSql {

@@ -12,7 +12,7 @@ interface ChdbSession {
 }
 
 /** Current ClickHouse in-process (chdb), to prove our DDL and queries on the modern side too. */
-export function openChdb(): { engine: ChExecutor; version: string; close(): void } {
+export function openChdb(): { engine: ChExecutor; version: string; tsv(statement: string): string; close(): void } {
   const { Session } = require('chdb') as { Session: new (path: string) => ChdbSession };
   const dir = mkdtempSync(join(tmpdir(), 'chdb-'));
   const session = new Session(dir);
@@ -32,6 +32,8 @@ export function openChdb(): { engine: ChExecutor; version: string; close(): void
   return {
     engine,
     version: (JSON.parse(version) as { v: string }).v,
+    /** The answer as TabSeparated text, as the server client's `chTsvRows` receives it. */
+    tsv: (statement) => run(statement, 'TabSeparated'),
     close() {
       session.cleanup?.();
       rmSync(dir, { recursive: true, force: true });
