@@ -129,7 +129,7 @@ export async function periodFlowEvents(
   ch: Ch,
   q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
 ): Promise<FlowEventRow[]> {
-  const rows = await chTsvRows(
+  return chTsvRows(
     ch,
     chsql`SELECT toUInt64(ts) * 1000 + ts_ms AS at, zone_id, event_type, toString(event_id) AS event_id,
                  ${metric('occupancy')} AS occupancy, ${metric('entries')} AS entries, ${metric('exits')} AS exits
@@ -137,16 +137,16 @@ export async function periodFlowEvents(
            WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
              AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
              AND event_type IN ('entry', 'exit', 'occupancy')`,
+    (f) => ({
+      at: Number(f[0]),
+      zone_id: tsvField(f[1]!),
+      event_type: f[2]!,
+      event_id: f[3]!,
+      occupancy: nullableNumber(f[4]!),
+      entries: nullableNumber(f[5]!),
+      exits: nullableNumber(f[6]!),
+    }),
   );
-  return rows.map(([at, zone, type, id, occupancy, entries, exits]) => ({
-    at: Number(at),
-    zone_id: tsvField(zone!),
-    event_type: type!,
-    event_id: id!,
-    occupancy: nullableNumber(occupancy!),
-    entries: nullableNumber(entries!),
-    exits: nullableNumber(exits!),
-  }));
 }
 
 /** The live occupancy points stored for a venue in [fromMs, toMs). */
@@ -154,15 +154,15 @@ export async function storedOccupancy(
   ch: Ch,
   q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
 ): Promise<Array<{ at: number; value: number }>> {
-  const rows = await chTsvRows(
+  return chTsvRows(
     ch,
     chsql`SELECT toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive
             FROM derived_occupancy
            WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
              AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
            GROUP BY ts, ts_ms HAVING alive = 1`,
+    (f) => ({ at: Number(f[0]), value: Number(f[1]) }),
   );
-  return rows.map(([at, value]) => ({ at: Number(at), value: Number(value) }));
 }
 
 export interface DerivedOccupancyRow {
@@ -200,15 +200,15 @@ export async function storedZoneOccupancy(
   ch: Ch,
   q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
 ): Promise<Array<{ zone_id: string; at: number; value: number }>> {
-  const rows = await chTsvRows(
+  return chTsvRows(
     ch,
     chsql`SELECT zone_id, toUInt64(ts) * 1000 + ts_ms AS at, argMax(value, version) AS value, argMax(live, version) AS alive
             FROM derived_zone_occupancy
            WHERE ${operatorRows(q.operatorId)} AND venue_id = toUUID(${q.venueId})
              AND ts >= toDateTime(${Math.floor(q.fromMs / 1000)}, 'UTC') AND ts < toDateTime(${Math.floor(q.toMs / 1000)}, 'UTC')
            GROUP BY zone_id, ts, ts_ms HAVING alive = 1`,
+    (f) => ({ zone_id: tsvField(f[0]!), at: Number(f[1]), value: Number(f[2]) }),
   );
-  return rows.map(([zone, at, value]) => ({ zone_id: tsvField(zone!), at: Number(at), value: Number(value) }));
 }
 
 export interface DerivedZoneOccupancyRow extends DerivedOccupancyRow {

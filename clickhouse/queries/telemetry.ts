@@ -156,11 +156,7 @@ const READ_SETTINGS = { use_uncompressed_cache: 1 } as const;
 const tsvNumber = (field: string): number | null => (field === 'nan' || field === '\\N' ? null : Number(field));
 
 export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow[]> {
-  return (await chTsvRows(ch, telemetrySeriesSql(q), READ_SETTINGS)).map(([key, t, value]) => ({
-    key: key!,
-    t: Number(t),
-    value: tsvNumber(value!),
-  }));
+  return chTsvRows(ch, telemetrySeriesSql(q), (f) => ({ key: f[0]!, t: Number(f[1]), value: tsvNumber(f[2]!) }), READ_SETTINGS);
 }
 
 /**
