@@ -213,6 +213,9 @@ export function tsvField(field: string): string {
   return field.indexOf('\\') < 0 ? field : field.replace(/\\(.)/g, (_, c: string) => TSV_UNESCAPES[c] ?? c);
 }
 
+/** A numeric field of a TabSeparated answer: `\N` (NULL) and `nan` (an aggregate of no value) as null. */
+export const tsvNumber = (field: string): number | null => (field === '\\N' || field === 'nan' ? null : Number(field));
+
 /** An Array(String) field of a TabSeparated row: `['a','b']`, each element quoted and escaped. */
 export function tsvStringArray(values: readonly string[]): string {
   let out = '[';
@@ -307,12 +310,14 @@ export function tsvRows<T>(text: string, row: (fields: readonly string[]) => T):
   const out: T[] = [];
   const fields: string[] = [];
   const end = text.length;
+  // The next tab is kept across lines: a line without one (a one-column answer) never scans the rest of the text.
+  let tab = text.indexOf('\t');
   for (let start = 0; start < end;) {
     let nl = text.indexOf('\n', start);
     if (nl < 0) nl = end;
     fields.length = 0;
     let from = start;
-    for (let tab = text.indexOf('\t', from); tab >= 0 && tab < nl; tab = text.indexOf('\t', from)) {
+    for (; tab >= 0 && tab < nl; tab = text.indexOf('\t', from)) {
       fields.push(text.slice(from, tab));
       from = tab + 1;
     }

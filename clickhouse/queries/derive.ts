@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chRows, chTsvRows, chsql, insertRows, insertTsv, raw, tsvField, tsvString, type Ch, type ChSql } from '../client.js';
+import { chRows, chTsvRows, chsql, insertRows, insertTsv, raw, tsvField, tsvNumber, tsvString, type Ch, type ChSql } from '../client.js';
 import { operatorRows } from './operator-rows.js';
 
 /** The derive job's marks, progress and occupancy history (pipeline/derive/, migration 0010); its visits are in derive-visits.ts. */
@@ -116,15 +116,12 @@ export interface FlowEventRow {
 }
 
 const metric = (name: string) => raw(`if(has(metric_names, '${name}'), metric_values[indexOf(metric_names, '${name}')], NULL)`);
-const nullableNumber = (field: string): number | null => (field === '\\N' ? null : Number(field));
 
-/*
- * The derive job's occupancy inputs are read as TabSeparated and its points written so: a round
- * reads every flow event of the range it recomputes and writes about one point per flow, the
- * largest row counts it handles (benchmarks/README.md, "The derive job's occupancy rows as
- * TabSeparated").
+/**
+ * Every flow event of a range the job recomputes. Read as TabSeparated, and the occupancy points
+ * written so: after the sightings, the largest row counts the job handles (benchmarks/README.md,
+ * "The derive job's occupancy rows as TabSeparated").
  */
-
 export async function periodFlowEvents(
   ch: Ch,
   q: { operatorId: string; venueId: string; fromMs: number; toMs: number },
@@ -142,9 +139,9 @@ export async function periodFlowEvents(
       zone_id: tsvField(f[1]!),
       event_type: f[2]!,
       event_id: f[3]!,
-      occupancy: nullableNumber(f[4]!),
-      entries: nullableNumber(f[5]!),
-      exits: nullableNumber(f[6]!),
+      occupancy: tsvNumber(f[4]!),
+      entries: tsvNumber(f[5]!),
+      exits: tsvNumber(f[6]!),
     }),
   );
 }

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { jsonObjectOfRows } from '../../lib/json-stream.js';
-import { chTsvRows, chsql, raw, type Ch, type ChSql } from '../client.js';
+import { chTsvRows, chsql, raw, tsvNumber, type Ch, type ChSql } from '../client.js';
 import { operatorRows } from './operator-rows.js';
 
 export const AGGREGATIONS = ['AVG', 'MAX', 'MIN', 'SUM', 'COUNT'] as const;
@@ -152,9 +152,7 @@ export function telemetrySeriesSql(q: SeriesQuery): ChSql {
  */
 const READ_SETTINGS = { use_uncompressed_cache: 1 } as const;
 
-/** `nan` (a bucket with no count) and `\N` read as null; keys never hold tabs or escapes. */
-const tsvNumber = (field: string): number | null => (field === 'nan' || field === '\\N' ? null : Number(field));
-
+/** A bucket with no count (`nan`) reads as null (`tsvNumber`); keys never hold tabs or escapes. */
 export async function telemetrySeries(ch: Ch, q: SeriesQuery): Promise<SeriesRow[]> {
   return chTsvRows(ch, telemetrySeriesSql(q), (f) => ({ key: f[0]!, t: Number(f[1]), value: tsvNumber(f[2]!) }), READ_SETTINGS);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tsvRows } from '../../../clickhouse/client.js';
+import { tsvNumber, tsvRows } from '../../../clickhouse/client.js';
 
 const copy = (fields: readonly string[]) => [...fields];
 
@@ -25,5 +25,17 @@ describe('a TabSeparated answer cut into rows (tsvRows)', () => {
 
   it('hands each row to the mapper as it is cut, so rows of different widths stay apart', () => {
     expect(tsvRows('a\tb\tc\nd\ne\tf\n', (f) => f.length)).toEqual([3, 1, 2]);
+  });
+
+  it('cuts a one-column answer into a row per line, and a row with tabs after lines without', () => {
+    const lines = Array.from({ length: 1000 }, (_, i) => `device-${i}`);
+    expect(tsvRows(`${lines.join('\n')}\n`, (f) => f[0])).toEqual(lines);
+    expect(tsvRows('a\nb\nc\td\n', copy)).toEqual([['a'], ['b'], ['c', 'd']]);
+  });
+});
+
+describe('a numeric TabSeparated field (tsvNumber)', () => {
+  it('reads NULL and nan as null, every other number as itself', () => {
+    expect(['\\N', 'nan', '0', '-1.5', '1e-7', '4294967295'].map(tsvNumber)).toEqual([null, null, 0, -1.5, 1e-7, 4294967295]);
   });
 });
