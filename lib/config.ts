@@ -104,7 +104,7 @@ const configSchema = z.object({
     }),
   PSEUDONYM_KEY: z.string().min(32, 'at least 32 characters'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).default(15000),
-  PIPELINE_BATCH_ROWS: z.coerce.number().int().min(1).default(50000),
+  PIPELINE_BATCH_ROWS: z.coerce.number().int().min(1).default(100000),
   PIPELINE_BATCH_MS: z.coerce.number().int().min(10).default(1000),
   /** The processors' output sinks (occupancy, connector health history): fewer, larger inserts (docs/pipeline.md). */
   PIPELINE_DERIVED_BATCH_MS: z.coerce.number().int().min(10).default(2000),
