@@ -14,7 +14,11 @@ export const IDEMPOTENCY_WINDOW_S = 24 * 3600;
 /** A key left in flight longer than this (its instance died) may be taken over. */
 const IN_FLIGHT_STALE_S = 60;
 
-export const bodyHash = (body: unknown): Buffer => createHash('sha256').update(JSON.stringify(body)).digest();
+/** A body's hash: a text as it came, anything else as JSON. */
+export const bodyHash = (body: unknown): Buffer =>
+  createHash('sha256')
+    .update(typeof body === 'string' ? body : JSON.stringify(body))
+    .digest();
 
 export interface Idempotent<T> {
   result: T;

@@ -68,6 +68,27 @@ describe('POST /ingest with an Idempotency-Key', () => {
     await tap.waitFor(venue.id, 1);
   });
 
+  it('takes the body byte for byte: the same batch written out differently is another body (409)', async () => {
+    const venue = await newVenue(api, op.key);
+    const batch = { venue_id: venue.id, connector_type: 'meraki', events: [seen('00:11:22:33:44:0b')] };
+    const key = randomUUID();
+    const raw = (text: string) =>
+      request(`${api.url}/ingest`, {
+        key: op.key,
+        rawBody: text,
+        headers: { 'content-type': 'application/json', 'idempotency-key': key },
+      });
+    const first = await raw(JSON.stringify(batch));
+    expect(first.status).toBe(202);
+    const same = await raw(JSON.stringify(batch));
+    expect(same.status).toBe(202);
+    expect(same.headers.get('idempotent-replayed')).toBe('true');
+    const spaced = await raw(JSON.stringify(batch, null, 2));
+    expect(spaced.status).toBe(409);
+    expect(spaced.body).toMatchObject({ code: 'CONFLICT', error: expect.stringContaining('different body') });
+    await tap.waitFor(venue.id, 1);
+  });
+
   it('processes a retry after a 503 afresh: the key is given back when nothing was accepted', async () => {
     const venue = await newVenue(api, op.key);
     const body = { venue_id: venue.id, connector_type: 'meraki', events: [seen('00:11:22:33:44:06')] };

@@ -7,7 +7,7 @@ import { parseInput } from '../../../lib/validate.js';
 import type { ApiDeps } from '../deps.js';
 import { adminAuth, limitingFailures } from '../middleware/auth.js';
 import { bearerCaller } from '../middleware/bearer.js';
-import { readJsonBody } from '../middleware/body.js';
+import { readJsonBodyText } from '../middleware/body.js';
 import { invoke } from '../operations/invoke.js';
 import { koaPath, meteringOf, Reply, type AnyOperation, type BearerContext, type OperationContext } from '../operations/operation.js';
 
@@ -39,12 +39,13 @@ export function operationsRouter(deps: ApiDeps, operations: readonly AnyOperatio
         await count();
         if (metering.quota !== 'none') await countUsage(db, operator, metering.quota);
       }
-      const body = op.body ? await readJsonBody(ctx, { checkedPerItem: op.checkedPerItem }) : undefined;
+      const read = op.body ? await readJsonBodyText(ctx, { checkedPerItem: op.checkedPerItem }) : undefined;
       const input = {
         params: op.params ? parseInput(op.params, ctx.params, 'params') : undefined,
         query: op.query ? parseInput(op.query, ctx.query, 'query') : undefined,
-        body: op.body ? parseInput(op.body, body ?? {}, 'body') : undefined,
+        body: op.body ? parseInput(op.body, read?.body ?? {}, 'body') : undefined,
         headers: op.headers ? parseInput(op.headers, ctx.headers, 'headers') : {},
+        bodyText: read?.text,
       };
       const result = await invoke(op, input, context, op.cost === 'expensive' ? closedSignal(ctx) : undefined);
       const reply = result instanceof Reply ? result : new Reply(op.response.status, result);

@@ -22,8 +22,13 @@ export interface BodyOptions {
  * too deeply nested JSON, a non-JSON content type, or a lone surrogate in a string.
  */
 export async function readJsonBody(ctx: Context, opts: BodyOptions = {}): Promise<unknown> {
+  return (await readJsonBodyText(ctx, opts)).body;
+}
+
+/** `readJsonBody`, with the text the body was parsed from (what an Idempotency-Key's retry repeats). */
+export async function readJsonBodyText(ctx: Context, opts: BodyOptions = {}): Promise<{ body: unknown; text: string }> {
   const text = await readRawText(ctx, opts.limit);
-  if (text.trim() === '') return undefined;
+  if (text.trim() === '') return { body: undefined, text };
   if (!ctx.is('application/json', '+json')) {
     throw new AppError(400, 'VALIDATION_ERROR', 'request body must be JSON with Content-Type: application/json', [
       { field: 'body', message: `unsupported content type ${ctx.get('content-type').slice(0, 100) || '(none)'}` },
@@ -51,7 +56,7 @@ export async function readJsonBody(ctx: Context, opts: BodyOptions = {}): Promis
       { field, message: 'must be well-formed Unicode: a lone surrogate (\\ud800-\\udfff without its pair) cannot be stored' },
     ]);
   }
-  return body;
+  return { body, text };
 }
 
 /**

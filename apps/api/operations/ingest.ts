@@ -64,13 +64,14 @@ export const ingestOperations = [
     response: { status: 202, description: 'accepted and rejected counts, with the reason for each rejected event', schema: ingestResult },
     headers: ingestHeaders,
     errors: [403, 404, 409, 503],
-    handler: async ({ body, headers }, { deps, operator, log }) => {
+    handler: async ({ body, headers, bodyText }, { deps, operator, log }) => {
       const { result, replayed } = await ingestBatch(ingestDepsOf(deps, log), {
         operator,
         venueId: body.venue_id,
         connectorType: body.connector_type,
         events: body.events,
         idempotencyKey: headers['idempotency-key'] as string | undefined,
+        asSent: bodyText,
       });
       if (!replayed) countIngest(deps.metrics, result);
       return new Reply(202, result, replayed ? { 'Idempotent-Replayed': 'true' } : {});

@@ -8,6 +8,8 @@ export interface OperationInput {
   query: unknown;
   body: unknown;
   headers: Record<string, unknown>;
+  /** The body's text as received, on REST only. */
+  bodyText?: string;
 }
 
 /**

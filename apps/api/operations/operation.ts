@@ -130,7 +130,7 @@ export interface Operation<
   errors: readonly ErrorStatus[];
   tool?: ToolSpec;
   handler: (
-    input: { params: Out<P>; query: Out<Q>; body: Out<B>; headers: Record<string, unknown> },
+    input: { params: Out<P>; query: Out<Q>; body: Out<B>; headers: Record<string, unknown>; bodyText?: string },
     ctx: ContextFor<A>,
   ) => Promise<unknown>;
 }
